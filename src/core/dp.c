@@ -1,0 +1,513 @@
+/* dp.c — the per-packet pipeline and the control-plane entry points.
+ *
+ * Egress:  parse -> anti-spoof -> ARP proxy -> MTU -> classify ->
+ *          RCFT (RC RDMA) -> NFT or VLT -> local delivery or encap.
+ * Ingress: VxLAN checks (I flag, VNI served, VTEP serves VNI) -> parse
+ *          inner -> source located at the sending VTEP -> destination
+ *          vNIC -> RFC 6040 ECN -> deliver.
+ */
+#include "core/dp.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "core/answer.h"
+#include "core/parse.h"
+#include "core/vxlan.h"
+
+#define MS 1000000ull
+
+void jk_dp_params_default(struct jk_dp_params *p, uint32_t vtep)
+{
+	memset(p, 0, sizeof(*p));
+	p->vtep = vtep;
+	p->underlay_mtu = 1500;
+	p->vlt_max = 65536;
+	p->nft_max = 65536;
+	p->rcft_max = 65536;
+	p->nft_idle_ns = 30000 * MS;
+	p->rcft_idle_ns = 60000 * MS;
+}
+
+int jk_dp_init(struct jk_dp *dp, const struct jk_dp_params *params)
+{
+	int err;
+
+	memset(dp, 0, sizeof(*dp));
+	if (params->underlay_mtu < 576 + JK_VXLAN_OVERHEAD || params->underlay_mtu > JK_PKT_DATA_MAX)
+		return -EINVAL;
+	dp->params = *params;
+	err = jk_vlt_init(&dp->vlt, params->vlt_max, params->vtep);
+	if (!err)
+		err = jk_nft_init(&dp->nft, params->nft_max, params->nft_idle_ns);
+	if (!err)
+		err = jk_rcft_init(&dp->rcft, params->rcft_max, params->rcft_idle_ns, dp->rc_live);
+	if (err)
+		jk_dp_fini(dp);
+	return err;
+}
+
+void jk_dp_fini(struct jk_dp *dp)
+{
+	jk_vlt_fini(&dp->vlt);
+	jk_nft_fini(&dp->nft);
+	jk_rcft_fini(&dp->rcft);
+}
+
+/* ---- control plane ---------------------------------------------------- */
+
+static bool mac_is_unicast(const uint8_t mac[JK_ETH_ALEN])
+{
+	static const uint8_t zero[JK_ETH_ALEN];
+
+	return !(mac[0] & 1) && memcmp(mac, zero, JK_ETH_ALEN) != 0;
+}
+
+static bool ip_is_host(uint32_t ip)
+{
+	return ip != 0 && ip != 0xffffffffu && (ip >> 28) != 0xe;   /* not 0, broadcast, multicast */
+}
+
+struct jk_vnic *jk_dp_vnic(struct jk_dp *dp, uint16_t id)
+{
+	return id < JK_MAX_VNICS && dp->vnics[id].in_use ? &dp->vnics[id] : NULL;
+}
+
+int jk_dp_vnic_find(const struct jk_dp *dp, const char *name)
+{
+	for (int i = 0; i < JK_MAX_VNICS; i++)
+		if (dp->vnics[i].in_use && strcmp(dp->vnics[i].cfg.name, name) == 0)
+			return i;
+	return -ENOENT;
+}
+
+static int check_mtu(const struct jk_dp *dp, uint16_t mtu)
+{
+	return (mtu >= 576 && mtu <= jk_dp_default_mtu(dp)) ? 0 : -EINVAL;
+}
+
+int jk_dp_vnic_add(struct jk_dp *dp, const struct jk_vnic_cfg *cfg, uint16_t *id)
+{
+	const struct jk_vlt_entry *old;
+	struct jk_vnic_cfg c = *cfg;
+	int slot = -1, err;
+
+	if (c.name[0] == '\0' || memchr(c.name, '\0', sizeof(c.name)) == NULL)
+		return -EINVAL;
+	if (c.vni == 0 || c.vni > JK_VNI_MAX || !ip_is_host(c.ip) || !mac_is_unicast(c.mac))
+		return -EINVAL;
+	if (c.mtu == 0)
+		c.mtu = jk_dp_default_mtu(dp);
+	if (check_mtu(dp, c.mtu))
+		return -EINVAL;
+	if (jk_dp_vnic_find(dp, c.name) >= 0)
+		return -EEXIST;
+	old = jk_vlt_lookup(&dp->vlt, c.vni, c.ip);
+	if (old && old->is_local)
+		return -EEXIST;
+	for (int i = 0; i < JK_MAX_VNICS && slot < 0; i++)
+		if (!dp->vnics[i].in_use)
+			slot = i;
+	if (slot < 0)
+		return -ENOSPC;
+	/* A remote entry for the same address is replaced: the vNIC moved here. */
+	err = jk_vlt_set_local(&dp->vlt, c.vni, c.ip, c.mac, (uint16_t)slot);
+	if (err)
+		return err;
+	memset(&dp->vnics[slot], 0, sizeof(dp->vnics[slot]));
+	dp->vnics[slot].in_use = true;
+	dp->vnics[slot].cfg = c;
+	dp->rc_live[slot] = 0;
+	*id = (uint16_t)slot;
+	return 0;
+}
+
+int jk_dp_vnic_del(struct jk_dp *dp, uint16_t id)
+{
+	struct jk_vnic *v = jk_dp_vnic(dp, id);
+
+	if (!v)
+		return -ENOENT;
+	jk_vlt_del(&dp->vlt, v->cfg.vni, v->cfg.ip);
+	jk_nft_flush_vnic(&dp->nft, id);
+	jk_rcft_flush_vnic(&dp->rcft, id);
+	v->in_use = false;
+	return 0;
+}
+
+int jk_dp_vnic_set(struct jk_dp *dp, uint16_t id, uint16_t mtu, uint32_t qp_quota)
+{
+	struct jk_vnic *v = jk_dp_vnic(dp, id);
+
+	if (!v)
+		return -ENOENT;
+	if (mtu == 0)
+		mtu = jk_dp_default_mtu(dp);
+	if (check_mtu(dp, mtu))
+		return -EINVAL;
+	v->cfg.mtu = mtu;
+	v->cfg.qp_quota = qp_quota;
+	return 0;
+}
+
+int jk_dp_vlt_add(struct jk_dp *dp, uint32_t vni, uint32_t vip, const uint8_t mac[JK_ETH_ALEN], uint32_t vtep)
+{
+	const struct jk_vlt_entry *old;
+
+	if (vni == 0 || vni > JK_VNI_MAX || !ip_is_host(vip) || !ip_is_host(vtep) || !mac_is_unicast(mac) ||
+	    vtep == dp->params.vtep)
+		return -EINVAL;
+	old = jk_vlt_lookup(&dp->vlt, vni, vip);
+	if (old && old->is_local)
+		return -EEXIST;
+	return jk_vlt_set_remote(&dp->vlt, vni, vip, mac, vtep);
+}
+
+int jk_dp_vlt_del(struct jk_dp *dp, uint32_t vni, uint32_t vip)
+{
+	const struct jk_vlt_entry *e = jk_vlt_lookup(&dp->vlt, vni, vip);
+
+	if (!e)
+		return -ENOENT;
+	if (e->is_local)
+		return -EPERM;
+	return jk_vlt_del(&dp->vlt, vni, vip);
+}
+
+void jk_dp_age(struct jk_dp *dp, uint64_t now_ns)
+{
+	jk_nft_age(&dp->nft, now_ns);
+	jk_rcft_age(&dp->rcft, now_ns);
+}
+
+/* ---- packet path -------------------------------------------------------- */
+
+static void drop(struct jk_dp *dp, struct jk_vnic *v, struct jk_pkt *p, enum jk_drop why)
+{
+	p->verdict.action = JK_ACT_DROP;
+	p->verdict.drop = (uint8_t)why;
+	dp->cnt.drops[why]++;
+	if (v)
+		v->cnt.drops[why]++;
+}
+
+static void count(struct jk_vnic *v, enum jk_dir dir, const struct jk_pkt *p)
+{
+	struct jk_pkt_count *c = &v->cnt.traffic[dir][p->meta.cls];
+
+	c->packets++;
+	c->bytes += p->len;
+}
+
+static void to_vnic(struct jk_pkt *p, uint16_t vnic)
+{
+	p->verdict.action = JK_ACT_TO_VNIC;
+	p->verdict.out_vnic = vnic;
+}
+
+/* Delivery to a vNIC of this host: counted as the destination's ingress. */
+static void deliver_local(struct jk_dp *dp, struct jk_vnic *src, struct jk_pkt *p, uint16_t dst_id)
+{
+	struct jk_vnic *dst = jk_dp_vnic(dp, dst_id);
+
+	if (!dst) {
+		drop(dp, src, p, JK_DROP_VNIC_DOWN);
+		return;
+	}
+	count(src, JK_DIR_EGRESS, p);
+	count(dst, JK_DIR_INGRESS, p);
+	dp->cnt.local_delivered++;
+	to_vnic(p, dst_id);
+}
+
+static void encap(struct jk_dp *dp, struct jk_vnic *src, struct jk_pkt *p,
+		  const struct jk_vxlan_tmpl *tmpl, uint32_t vtep)
+{
+	uint16_t sport = jk_vxlan_sport(&p->meta);
+	uint8_t tos = (p->meta.flags & JK_PF_IPV4) ? p->meta.tos : 0;
+
+	count(src, JK_DIR_EGRESS, p);
+	p->data = jk_vxlan_encap(p->data, p->len, tmpl, sport, tos);
+	p->len += sizeof(struct jk_ipv4_vxlan_hdr);
+	p->verdict.action = JK_ACT_TO_UNDERLAY;
+	p->verdict.dst_vtep = vtep;
+	p->verdict.outer_sport = sport;
+	dp->cnt.encapped++;
+}
+
+/* Forwards by the VLT entry of the destination address. */
+static void forward_by_vlt(struct jk_dp *dp, struct jk_vnic *v, struct jk_pkt *p, const struct jk_vlt_entry *e)
+{
+	if (!e) {
+		drop(dp, v, p, JK_DROP_NO_ROUTE);
+		return;
+	}
+	if (e->is_local)
+		deliver_local(dp, v, p, e->vnic_id);
+	else
+		encap(dp, v, p, &e->tmpl, e->vtep);
+}
+
+static void egress_arp(struct jk_dp *dp, struct jk_vnic *v, struct jk_pkt *p)
+{
+	const struct jk_pkt_meta *m = &p->meta;
+	const struct jk_vlt_entry *e;
+
+	if (m->src_ip == 0 || m->dst_ip == v->cfg.ip) {     /* probe or gratuitous */
+		drop(dp, v, p, JK_DROP_ARP_IGNORED);
+		return;
+	}
+	e = jk_vlt_lookup(&dp->vlt, v->cfg.vni, m->dst_ip);
+	if (m->arp_op == JK_ARP_OP_REQUEST) {
+		if (!e) {
+			drop(dp, v, p, JK_DROP_ARP_IGNORED);
+			return;
+		}
+		jk_arp_proxy_reply(p, e->mac);
+		v->cnt.arp_proxied++;
+		count(v, JK_DIR_INGRESS, p);
+		to_vnic(p, (uint16_t)(v - dp->vnics));
+		return;
+	}
+	/* A reply (to a request a foreign VTEP flooded to us) goes to its target. */
+	forward_by_vlt(dp, v, p, e);
+}
+
+/* RC RDMA: admit through the RCFT (QP quota), except the flows' control
+ * packets (ACK/NAK/CNP) which never open a flow nor get dropped here. */
+static bool egress_rcft(struct jk_dp *dp, struct jk_vnic *v, struct jk_pkt *p, uint64_t now_ns)
+{
+	const struct jk_pkt_meta *m = &p->meta;
+	struct jk_rc_key k = { .vni = v->cfg.vni, .src_ip = m->src_ip, .dst_ip = m->dst_ip, .dqpn = m->bth_dqpn };
+	uint32_t h = jk_rc_hash(&k);
+	struct jk_rcft_entry *e = jk_rcft_lookup(&dp->rcft, &k, h);
+	uint16_t id = (uint16_t)(v - dp->vnics);
+	int why = JK_DROP_NONE;
+
+	if (!e) {
+		if (m->flags & JK_PF_ROCE_CTRL)
+			return true;
+		e = jk_rcft_admit(&dp->rcft, &k, h, id, v->cfg.qp_quota, now_ns, &why);
+		if (!e) {
+			drop(dp, v, p, (enum jk_drop)why);
+			return false;
+		}
+		dp->cnt.rcft_new++;
+	}
+	e->last_seen_ns = now_ns;
+	e->packets++;
+	e->bytes += p->len;
+	return true;
+}
+
+static void egress_ip(struct jk_dp *dp, struct jk_vnic *v, struct jk_pkt *p, uint64_t now_ns)
+{
+	const struct jk_pkt_meta *m = &p->meta;
+	struct jk_flow_key k;
+	struct jk_nft_entry *f;
+	const struct jk_vlt_entry *e;
+	uint32_t h;
+
+	if (!ip_is_host(m->dst_ip) || (m->flags & JK_PF_L2_MCAST)) {
+		drop(dp, v, p, JK_DROP_BROADCAST);
+		return;
+	}
+	if (m->ip_tot_len > v->cfg.mtu) {
+		const struct jk_vlt_entry *dst;
+
+		if (!(m->flags & JK_PF_DF)) {
+			drop(dp, v, p, JK_DROP_MTU);
+			return;
+		}
+		dst = jk_vlt_lookup(&dp->vlt, v->cfg.vni, m->dst_ip);
+		if (!dst) {
+			drop(dp, v, p, JK_DROP_NO_ROUTE);
+			return;
+		}
+		dp->cnt.drops[JK_DROP_MTU]++;
+		v->cnt.drops[JK_DROP_MTU]++;
+		jk_icmp_frag_needed(p, dst->mac, v->cfg.mtu);
+		v->cnt.icmp_frag_needed++;
+		p->meta.cls = JK_CLASS_OTHER;
+		count(v, JK_DIR_INGRESS, p);
+		to_vnic(p, (uint16_t)(v - dp->vnics));
+		return;
+	}
+	if (m->flags & JK_PF_ROCE) {
+		/* RDMA never occupies the NFT: RCFT + VLT resolve it. */
+		if ((m->flags & JK_PF_ROCE_RC) && !egress_rcft(dp, v, p, now_ns))
+			return;
+		forward_by_vlt(dp, v, p, jk_vlt_lookup(&dp->vlt, v->cfg.vni, m->dst_ip));
+		return;
+	}
+
+	memset(&k, 0, sizeof(k));
+	k.vni = v->cfg.vni;
+	k.src_ip = m->src_ip;
+	k.dst_ip = m->dst_ip;
+	k.proto = m->ip_proto;
+	if (!(m->flags & JK_PF_LATER_FRAG)) {
+		k.sport = m->sport;
+		k.dport = m->dport;
+	}
+	h = jk_flow_hash(&k);
+	f = jk_nft_lookup(&dp->nft, &k, h);
+	if (f && f->gen == dp->vlt.gen) {
+		dp->cnt.nft_hits++;
+	} else {
+		if (f)
+			dp->cnt.nft_stale++;
+		else
+			dp->cnt.nft_misses++;
+		e = jk_vlt_lookup(&dp->vlt, v->cfg.vni, m->dst_ip);
+		if (!e) {
+			if (f)
+				jk_table_remove(&dp->nft.t, f);
+			drop(dp, v, p, JK_DROP_NO_ROUTE);
+			return;
+		}
+		if (!f) {
+			f = jk_nft_insert(&dp->nft, &k, h);
+			if (!f) {           /* full: forward uncached */
+				dp->cnt.nft_full++;
+				forward_by_vlt(dp, v, p, e);
+				return;
+			}
+		}
+		f->gen = dp->vlt.gen;
+		f->in_vnic = (uint16_t)(v - dp->vnics);
+		f->cls = m->cls;
+		f->is_local = e->is_local;
+		f->out_vnic = e->vnic_id;
+		f->dst_vtep = e->vtep;
+		f->tmpl = e->tmpl;
+	}
+	f->last_seen_ns = now_ns;
+	f->packets++;
+	f->bytes += p->len;
+	if (f->is_local)
+		deliver_local(dp, v, p, f->out_vnic);
+	else
+		encap(dp, v, p, &f->tmpl, f->dst_vtep);
+}
+
+static void egress_one(struct jk_dp *dp, struct jk_vnic *v, struct jk_pkt *p, uint64_t now_ns)
+{
+	const struct jk_eth_hdr *eth = (const void *)p->data;
+	enum jk_drop why;
+
+	p->verdict.action = JK_ACT_DROP;
+	why = jk_parse_frame(p->data, p->len, &p->meta);
+	if (why != JK_DROP_NONE) {
+		drop(dp, v, p, why);
+		return;
+	}
+	if (memcmp(eth->src, v->cfg.mac, JK_ETH_ALEN) != 0) {
+		drop(dp, v, p, JK_DROP_SPOOF_MAC);
+		return;
+	}
+	if (p->meta.flags & JK_PF_ARP) {
+		const struct jk_arp_hdr *arp = (const void *)(p->data + p->meta.l3_ofs);
+
+		if (memcmp(arp->sha, v->cfg.mac, JK_ETH_ALEN) != 0) {
+			drop(dp, v, p, JK_DROP_SPOOF_MAC);
+			return;
+		}
+		if (p->meta.src_ip != v->cfg.ip && p->meta.src_ip != 0) {
+			drop(dp, v, p, JK_DROP_SPOOF_IP);
+			return;
+		}
+		egress_arp(dp, v, p);
+		return;
+	}
+	if (p->meta.src_ip != v->cfg.ip) {
+		drop(dp, v, p, JK_DROP_SPOOF_IP);
+		return;
+	}
+	egress_ip(dp, v, p, now_ns);
+}
+
+void jk_dp_egress(struct jk_dp *dp, uint16_t vnic_id, struct jk_pkt **pkts, unsigned n, uint64_t now_ns)
+{
+	struct jk_vnic *v = jk_dp_vnic(dp, vnic_id);
+
+	for (unsigned i = 0; i < n; i++) {
+		if (!v) {
+			drop(dp, NULL, pkts[i], JK_DROP_VNIC_DOWN);
+			continue;
+		}
+		egress_one(dp, v, pkts[i], now_ns);
+	}
+}
+
+static void ingress_one(struct jk_dp *dp, struct jk_pkt *p, uint64_t now_ns)
+{
+	const struct jk_vxlan_hdr *vx = (const void *)p->data;
+	const struct jk_eth_hdr *eth;
+	const struct jk_vlt_entry *src, *dst;
+	struct jk_vnic *v;
+	uint32_t vni;
+	enum jk_drop why;
+
+	p->verdict.action = JK_ACT_DROP;
+	if (p->len < sizeof(*vx)) {
+		drop(dp, NULL, p, JK_DROP_TRUNC_VXLAN);
+		return;
+	}
+	if (!(vx->flags & JK_VXLAN_FLAG_I)) {
+		drop(dp, NULL, p, JK_DROP_VXLAN_FLAGS);
+		return;
+	}
+	vni = jk_vxlan_vni(vx);
+	if (!jk_vlt_vtep_serves(&dp->vlt, vni, dp->params.vtep)) {
+		drop(dp, NULL, p, JK_DROP_UNKNOWN_VNI);
+		return;
+	}
+	if (!jk_vlt_vtep_serves(&dp->vlt, vni, p->rx.src_vtep)) {
+		drop(dp, NULL, p, JK_DROP_UNKNOWN_VTEP);
+		return;
+	}
+	p->data += sizeof(*vx);
+	p->len -= sizeof(*vx);
+	why = jk_parse_frame(p->data, p->len, &p->meta);
+	if (why != JK_DROP_NONE) {
+		drop(dp, NULL, p, why);
+		return;
+	}
+	/* The inner source must be an address located at the sending VTEP. */
+	src = jk_vlt_lookup(&dp->vlt, vni, p->meta.src_ip);
+	if (!src || src->is_local || src->vtep != p->rx.src_vtep) {
+		drop(dp, NULL, p, JK_DROP_INGRESS_SPOOF);
+		return;
+	}
+	dst = jk_vlt_lookup(&dp->vlt, vni, p->meta.dst_ip);
+	v = (dst && dst->is_local) ? jk_dp_vnic(dp, dst->vnic_id) : NULL;
+	eth = (const void *)p->data;
+	if (!v || (!(p->meta.flags & JK_PF_ARP) && memcmp(eth->dst, v->cfg.mac, JK_ETH_ALEN) != 0)) {
+		drop(dp, NULL, p, JK_DROP_NO_LOCAL_VNIC);
+		return;
+	}
+	if (p->meta.flags & JK_PF_IPV4) {
+		int alarm, ecn = jk_ecn_decap(p->meta.tos, p->rx.outer_tos, &alarm);
+
+		dp->cnt.ecn_alarms += (uint64_t)alarm;
+		if (ecn < 0) {
+			drop(dp, v, p, JK_DROP_ECN_NOT_ECT_CE);
+			return;
+		}
+		if ((uint8_t)ecn != (p->meta.tos & JK_ECN_MASK)) {
+			jk_ipv4_set_ecn(p->data + p->meta.l3_ofs, (uint8_t)ecn);
+			p->meta.tos = (uint8_t)((p->meta.tos & ~JK_ECN_MASK) | ecn);
+		}
+	}
+	(void)now_ns;
+	count(v, JK_DIR_INGRESS, p);
+	dp->cnt.decapped++;
+	to_vnic(p, dst->vnic_id);
+}
+
+void jk_dp_ingress(struct jk_dp *dp, struct jk_pkt **pkts, unsigned n, uint64_t now_ns)
+{
+	for (unsigned i = 0; i < n; i++)
+		ingress_one(dp, pkts[i], now_ns);
+}

@@ -1,0 +1,101 @@
+/* dp.h — the datapath: vNICs, the three tables and the per-packet
+ * pipeline (DESIGN.md §4), with no I/O and no clock.
+ *
+ * The caller (jakirod, a test, a fuzzer, a benchmark) hands in batches of
+ * packets with the time and reads each packet's verdict: drop (counted by
+ * reason), write to a vNIC, or send to a VTEP.  Control-plane calls
+ * (vnic/vlt add, del, set) validate their arguments and either apply
+ * completely or change nothing.
+ *
+ * Not thread-safe: one jk_dp is driven by one thread.
+ */
+#ifndef JK_DP_H
+#define JK_DP_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/counters.h"
+#include "core/nft.h"
+#include "core/pkt.h"
+#include "core/rcft.h"
+#include "core/vlt.h"
+
+#define JK_MAX_VNICS     256
+#define JK_VNIC_NAME_MAX 32
+#define JK_VNI_MAX       0xffffffu
+
+struct jk_vnic_cfg {
+	char     name[JK_VNIC_NAME_MAX];
+	uint32_t vni;
+	uint32_t ip;                  /* host order */
+	uint8_t  mac[JK_ETH_ALEN];
+	uint16_t mtu;                 /* IPv4 MTU; 0 = underlay MTU - 50 */
+	uint32_t qp_quota;            /* live RC flows allowed; 0 = unlimited */
+};
+
+struct jk_vnic {
+	bool in_use;
+	struct jk_vnic_cfg cfg;
+	struct jk_vnic_counters cnt;
+};
+
+struct jk_dp_params {
+	uint32_t vtep;                /* this host's VTEP, host order */
+	uint16_t underlay_mtu;        /* IPv4 MTU of the underlay */
+	uint32_t vlt_max, nft_max, rcft_max;
+	uint64_t nft_idle_ns, rcft_idle_ns;
+};
+
+/* Sensible defaults: 1500-byte underlay, 64k flows, 30 s / 60 s aging. */
+void jk_dp_params_default(struct jk_dp_params *p, uint32_t vtep);
+
+struct jk_dp {
+	struct jk_dp_params params;
+	struct jk_vnic vnics[JK_MAX_VNICS];
+	uint32_t rc_live[JK_MAX_VNICS];   /* live RCFT entries per vNIC */
+	struct jk_vlt vlt;
+	struct jk_nft nft;
+	struct jk_rcft rcft;
+	struct jk_dp_counters cnt;
+};
+
+int jk_dp_init(struct jk_dp *dp, const struct jk_dp_params *params);
+void jk_dp_fini(struct jk_dp *dp);
+
+static inline uint16_t jk_dp_default_mtu(const struct jk_dp *dp)
+{
+	return (uint16_t)(dp->params.underlay_mtu - JK_VXLAN_OVERHEAD);
+}
+
+/* Adds a vNIC and its local VLT entry.  *id receives its index.
+ * -EINVAL (bad VNI, MTU, MAC, address), -EEXIST (name, or address in that
+ * VNI, already taken), -ENOSPC. */
+int jk_dp_vnic_add(struct jk_dp *dp, const struct jk_vnic_cfg *cfg, uint16_t *id);
+/* Removes a vNIC, its VLT entry and its flows.  0 or -ENOENT. */
+int jk_dp_vnic_del(struct jk_dp *dp, uint16_t id);
+/* Changes a vNIC's MTU and quota (name, VNI, IP and MAC are fixed). */
+int jk_dp_vnic_set(struct jk_dp *dp, uint16_t id, uint16_t mtu, uint32_t qp_quota);
+struct jk_vnic *jk_dp_vnic(struct jk_dp *dp, uint16_t id);
+int jk_dp_vnic_find(const struct jk_dp *dp, const char *name);   /* id or -ENOENT */
+
+/* Remote VLT entries.  -EINVAL (the VTEP is this host, bad VNI),
+ * -EEXIST (a local vNIC holds that address), -ENOSPC; del: -ENOENT, or
+ * -EPERM for a local vNIC's entry (delete the vNIC instead). */
+int jk_dp_vlt_add(struct jk_dp *dp, uint32_t vni, uint32_t vip, const uint8_t mac[JK_ETH_ALEN], uint32_t vtep);
+int jk_dp_vlt_del(struct jk_dp *dp, uint32_t vni, uint32_t vip);
+
+/* Egress: `n` frames read from vNIC `vnic_id` at `now_ns`.  Sets each
+ * packet's verdict; packets sent to the underlay are encapsulated in
+ * place (data then starts at the outer IPv4 header). */
+void jk_dp_egress(struct jk_dp *dp, uint16_t vnic_id, struct jk_pkt **pkts, unsigned n, uint64_t now_ns);
+
+/* Ingress: `n` packets from the underlay socket, data at the VxLAN header
+ * and p->rx holding the outer source and ToS.  Delivered packets are
+ * decapsulated in place (data then starts at the inner Ethernet header). */
+void jk_dp_ingress(struct jk_dp *dp, struct jk_pkt **pkts, unsigned n, uint64_t now_ns);
+
+/* Ages the NFT and RCFT; call about once a second. */
+void jk_dp_age(struct jk_dp *dp, uint64_t now_ns);
+
+#endif

@@ -1,0 +1,93 @@
+/* pkt.h — a packet buffer with its parsed metadata and its verdict.
+ *
+ * Buffers are allocated once (by the daemon's pool, or on a test's stack)
+ * and reused: nothing here allocates.  `data` points into `buf`; the first
+ * JK_PKT_HEADROOM bytes are free so that encapsulation can prepend the
+ * outer headers in place.
+ */
+#ifndef JK_PKT_H
+#define JK_PKT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/counters.h"
+
+#define JK_PKT_HEADROOM 128
+#define JK_PKT_DATA_MAX 9216     /* largest frame read from a vNIC or the underlay */
+
+/* Parser flags (struct jk_pkt_meta.flags). */
+#define JK_PF_ARP       (1u << 0)
+#define JK_PF_IPV4      (1u << 1)
+#define JK_PF_FRAG      (1u << 2)   /* a fragment: MF set or offset != 0 */
+#define JK_PF_LATER_FRAG (1u << 3)  /* offset != 0: no L4 header here */
+#define JK_PF_DF        (1u << 4)
+#define JK_PF_TCP       (1u << 5)
+#define JK_PF_UDP       (1u << 6)
+#define JK_PF_ICMP      (1u << 7)
+#define JK_PF_ROCE      (1u << 8)   /* UDP/4791 with a BTH */
+#define JK_PF_ROCE_RC   (1u << 9)   /* BTH opcode in the RC group */
+#define JK_PF_ROCE_CTRL (1u << 10)  /* ACK, atomic ACK, NAK or CNP: never marked or dropped */
+#define JK_PF_L2_MCAST  (1u << 11)  /* destination MAC is broadcast or multicast */
+
+/* What the parser learnt of a frame.  Offsets are from the frame start. */
+struct jk_pkt_meta {
+	uint32_t flags;         /* JK_PF_* */
+	uint16_t ethertype;
+	uint16_t l3_ofs;        /* ARP body or IPv4 header */
+	uint16_t l4_ofs;        /* TCP/UDP/ICMP header (when parsed) */
+	uint16_t l5_ofs;        /* after L4: BTH for RoCE */
+	uint16_t ip_hdr_len;
+	uint16_t ip_tot_len;
+	uint8_t  ip_proto;
+	uint8_t  tos;
+	uint32_t src_ip;        /* host order; ARP: sender protocol address */
+	uint32_t dst_ip;        /* host order; ARP: target protocol address */
+	uint16_t sport;         /* TCP/UDP ports; ICMP: echo identifier */
+	uint16_t dport;
+	uint16_t arp_op;
+	uint8_t  bth_opcode;
+	uint32_t bth_dqpn;
+	uint32_t bth_psn;
+	uint8_t  cls;           /* enum jk_class */
+};
+
+enum jk_action {
+	JK_ACT_DROP,            /* counted under verdict.drop */
+	JK_ACT_TO_VNIC,         /* write data/len to vNIC verdict.out_vnic */
+	JK_ACT_TO_UNDERLAY,     /* data starts at the outer IPv4 header: send to verdict.dst_vtep */
+	JK_ACT_HELD,            /* kept by the datapath (shaper queue): the caller must not reuse it */
+};
+
+struct jk_verdict {
+	uint8_t  action;        /* enum jk_action */
+	uint8_t  drop;          /* enum jk_drop when action == JK_ACT_DROP */
+	uint16_t out_vnic;
+	uint32_t dst_vtep;      /* host order */
+	uint16_t outer_sport;   /* outer UDP source port chosen for ECMP entropy */
+};
+
+/* Outer information of a packet received from the underlay socket. */
+struct jk_underlay_rx {
+	uint32_t src_vtep;      /* host order */
+	uint8_t  outer_tos;
+};
+
+struct jk_pkt {
+	uint8_t *data;
+	uint32_t len;
+	struct jk_pkt_meta meta;
+	struct jk_verdict verdict;
+	struct jk_underlay_rx rx;
+	struct jk_pkt *next;    /* free list or shaper queue link, owned by the holder */
+	uint8_t buf[JK_PKT_HEADROOM + JK_PKT_DATA_MAX];
+};
+
+/* Resets the buffer to hold `len` bytes at the default headroom. */
+static inline void jk_pkt_reset(struct jk_pkt *p, uint32_t len)
+{
+	p->data = p->buf + JK_PKT_HEADROOM;
+	p->len = len;
+}
+
+#endif

@@ -1,0 +1,89 @@
+/* vxlan.c — VxLAN templates, encap, RFC 6040 ECN and the source port hash. */
+#include "core/vxlan.h"
+
+#include <string.h>
+
+#include "core/csum.h"
+#include "core/hash.h"
+
+void jk_vxlan_tmpl_init(struct jk_vxlan_tmpl *t, uint32_t src_vtep, uint32_t dst_vtep, uint32_t vni)
+{
+	struct jk_ipv4_vxlan_hdr *h = &t->hdr;
+
+	memset(t, 0, sizeof(*t));
+	h->ip.ver_ihl = 0x45;
+	h->ip.frag_off = jk_put16(JK_IP_DF);
+	h->ip.ttl = JK_VXLAN_TTL;
+	h->ip.proto = JK_IPPROTO_UDP;
+	h->ip.saddr = jk_put32(src_vtep);
+	h->ip.daddr = jk_put32(dst_vtep);
+	h->udp.dport = jk_put16(JK_UDP_PORT_VXLAN);
+	h->vxlan.flags = JK_VXLAN_FLAG_I;
+	h->vxlan.vni_rsvd = jk_put32(vni << 8);
+	t->csum_base = jk_csum_partial((const uint8_t *)&h->ip + 4, sizeof(h->ip) - 4, 0);
+}
+
+uint16_t jk_vxlan_sport(const struct jk_pkt_meta *m)
+{
+	uint32_t words[5] = { m->src_ip, m->dst_ip, (uint32_t)m->sport << 16 | m->dport,
+			      m->ip_proto, (m->flags & JK_PF_ROCE) ? m->bth_dqpn : 0 };
+	uint32_t h = jk_hash_words(words, 5, 0x6a616b69u);
+
+	return (uint16_t)(JK_VXLAN_SPORT_MIN + (h % JK_VXLAN_SPORT_RANGE));
+}
+
+uint8_t *jk_vxlan_encap(uint8_t *inner, uint32_t len, const struct jk_vxlan_tmpl *t,
+			uint16_t sport, uint8_t inner_tos)
+{
+	struct jk_ipv4_vxlan_hdr *h = (void *)(inner - sizeof(*h));
+	uint32_t tot = len + sizeof(*h);
+	uint8_t tos = (uint8_t)((inner_tos & ~JK_ECN_MASK) | jk_ecn_encap(inner_tos));
+
+	memcpy(h, &t->hdr, sizeof(*h));
+	h->ip.tos = tos;
+	h->ip.tot_len = jk_put16((uint16_t)tot);
+	h->udp.sport = jk_put16(sport);
+	h->udp.len = jk_put16((uint16_t)(tot - sizeof(h->ip)));
+	/* The template's sum covers bytes 4..19 of the IPv4 header (checksum
+	 * zero); add the first word pair, which holds ToS and total length. */
+	h->ip.csum.raw = jk_csum_fold(jk_csum_partial(&h->ip, 4, t->csum_base));
+	return (uint8_t *)h;
+}
+
+/* RFC 6040 Figure 4, rows inner ECN, columns outer ECN; -1 = drop. */
+static const int8_t ecn_decap_table[4][4] = {
+	/*               Not-ECT           ECT(1)        ECT(0)          CE */
+	[JK_ECN_NOT_ECT] = { [JK_ECN_NOT_ECT] = JK_ECN_NOT_ECT, [JK_ECN_ECT1] = JK_ECN_NOT_ECT,
+			     [JK_ECN_ECT0] = JK_ECN_NOT_ECT, [JK_ECN_CE] = -1 },
+	[JK_ECN_ECT0]    = { [JK_ECN_NOT_ECT] = JK_ECN_ECT0, [JK_ECN_ECT1] = JK_ECN_ECT1,
+			     [JK_ECN_ECT0] = JK_ECN_ECT0, [JK_ECN_CE] = JK_ECN_CE },
+	[JK_ECN_ECT1]    = { [JK_ECN_NOT_ECT] = JK_ECN_ECT1, [JK_ECN_ECT1] = JK_ECN_ECT1,
+			     [JK_ECN_ECT0] = JK_ECN_ECT1, [JK_ECN_CE] = JK_ECN_CE },
+	[JK_ECN_CE]      = { [JK_ECN_NOT_ECT] = JK_ECN_CE, [JK_ECN_ECT1] = JK_ECN_CE,
+			     [JK_ECN_ECT0] = JK_ECN_CE, [JK_ECN_CE] = JK_ECN_CE },
+};
+
+/* The "(!!!)" cells: combinations that should not occur with a compliant
+ * encapsulator, worth an alarm counter. */
+static const uint8_t ecn_decap_alarm[4][4] = {
+	[JK_ECN_NOT_ECT] = { [JK_ECN_ECT1] = 1, [JK_ECN_ECT0] = 1, [JK_ECN_CE] = 1 },
+	[JK_ECN_CE]      = { [JK_ECN_ECT1] = 1 },
+};
+
+int jk_ecn_decap(uint8_t inner_ecn, uint8_t outer_ecn, int *alarm)
+{
+	inner_ecn &= JK_ECN_MASK;
+	outer_ecn &= JK_ECN_MASK;
+	*alarm = ecn_decap_alarm[inner_ecn][outer_ecn];
+	return ecn_decap_table[inner_ecn][outer_ecn];
+}
+
+void jk_ipv4_set_ecn(uint8_t *ip_bytes, uint8_t ecn)
+{
+	struct jk_ipv4_hdr *ip = (void *)ip_bytes;
+	unsigned hlen = (ip->ver_ihl & 0x0f) * 4u;
+
+	ip->tos = (uint8_t)((ip->tos & ~JK_ECN_MASK) | (ecn & JK_ECN_MASK));
+	ip->csum.raw = 0;
+	ip->csum.raw = jk_csum(ip_bytes, hlen);
+}
