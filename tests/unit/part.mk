@@ -1,0 +1,13 @@
+# tests/unit — one cmocka binary per core module, built with the tree's
+# flags and linked with the core library.  `make SAN=1 unit-bins` builds
+# them, `tests/run unit` runs them.
+UNIT_NAMES   := csum parse vxlan tables dp
+UNIT_HELPERS := $(BUILD)/obj/tests/unit/frames.o
+UNIT_TESTS   += $(UNIT_NAMES:%=$(BUILD)/tests/unit/test-%)
+
+$(BUILD)/tests/unit/test-%: $(BUILD)/obj/tests/unit/test-%.o $(UNIT_HELPERS) $(CORE_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(filter %.o,$^) $(CORE_LIB) -lcmocka $(LDFLAGS) -o $@
+
+# Keep the objects (pattern-rule intermediates) so relinking stays cheap.
+.SECONDARY: $(UNIT_HELPERS) $(UNIT_NAMES:%=$(BUILD)/obj/tests/unit/test-%.o)
