@@ -1,7 +1,7 @@
 # tests/unit — one cmocka binary per core module, built with the tree's
 # flags and linked with the core library.  `make SAN=1 unit-bins` builds
 # them, `tests/run unit` runs them.
-UNIT_NAMES   := csum parse vxlan tables dp
+UNIT_NAMES   := $(patsubst tests/unit/test-%.c,%,$(wildcard tests/unit/test-*.c))
 UNIT_HELPERS := $(BUILD)/obj/tests/unit/frames.o
 UNIT_TESTS   += $(UNIT_NAMES:%=$(BUILD)/tests/unit/test-%)
 
