@@ -15,7 +15,7 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 vm=$root/lab/vm
 p=rx$$
 ns_a=${p}a ns_b=${p}b ns_br=${p}br
-ip_a=10.77.0.1 ip_b=10.77.0.2
+ip_a=10.77.0.1 ip_b=10.77.0.2 ip_out=10.77.0.9
 boot_limit=180                # seconds for a VM to boot and its server to listen
 run_limit=300                 # seconds for one run-vm, boot to power-off
 
@@ -113,5 +113,34 @@ serve write_bw "$ns_b" "$ip_b" b "$ns_a" "$ip_a" a \
     "ib_write_bw -d rxe0 -x 1 -F -n 1000 -s 4096" \
     "ib_write_bw -d rxe0 -x 1 -F -n 1000 -s 4096 $ip_b" \
     '^ *4096 +1000 +[0-9.]+ +[0-9.]+'
+
+# An outside peer, as the jk_* tools will be: a veth from netns B into the bridge;
+# the guest (in A) listens, the host side pings it and connects once it is READY.
+outside() {
+    local d=$tmp/outside pid st
+    mkdir -p "$d"
+    ip -n "$ns_br" link add "${p}vb" type veth peer name "${p}vo" netns "$ns_b" &&
+        ip -n "$ns_br" link set "${p}vb" master br0 up &&
+        ip -n "$ns_b" addr add "$ip_out/24" dev "${p}vo" &&
+        ip -n "$ns_b" link set "${p}vo" up || { not_ok "outside: veth into the bridge"; return; }
+    # shellcheck disable=SC2046
+    "$vm/run-vm" $(vm_args "$ns_a" "$ip_a" a) --timeout "$run_limit" --ready-port 18515 \
+        --log "$d/guest.console" --cmd "nc -l -p 18515" >"$d/guest.out" 2>"$d/guest.err" &
+    pid=$!; bg_pids+=("$pid")
+    "$vm/wait-ready" "$d/guest.console" "$boot_limit"; st=$?
+    if [ $st -eq 0 ]; then ok "outside: guest listening (wait-ready)"
+    else not_ok "outside: guest listening (wait-ready status $st)" "$d/guest.err" "$d/guest.console"; fi
+    ip netns exec "$ns_b" busybox ping -c 1 -W 10 "$ip_a" >"$d/ping.out" 2>&1
+    check "outside: ping the guest from $ns_b" $? "$d/ping.out" ' 0% packet loss'
+    ip netns exec "$ns_b" timeout 30 bash -c \
+        "echo hello-from-$ns_b > /dev/tcp/$ip_a/18515" 2>"$d/tcp.err"
+    st=$?
+    [ $st -eq 0 ] || kill -TERM "$pid" 2>/dev/null
+    wait "$pid"
+    check "outside: TCP from $ns_b to the guest" $? "$d/guest.out" "^hello-from-$ns_b\$" \
+        "$d/tcp.err" "$d/guest.err"
+}
+outside
+
 echo "# $pass passed, $fail failed in $SECONDS s"
 [ $fail -eq 0 ]
