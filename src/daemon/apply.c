@@ -1,0 +1,395 @@
+/* apply.c — run-time changes to vNICs and the VLT, each applied completely
+ * or not at all, then persisted (write + rename) so a restart keeps them. */
+#include "daemon/jakirod.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <net/if.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "daemon/nl.h"
+
+static int mkdir_p(const char *dir)
+{
+	char buf[JK_PATH_MAX];
+
+	snprintf(buf, sizeof(buf), "%s", dir);
+	for (char *p = buf + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(buf, 0755) < 0 && errno != EEXIST)
+			return -errno;
+		*p = '/';
+	}
+	if (mkdir(buf, 0755) < 0 && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+/* The state as it will be persisted: host VPCs, running vNICs, VLT. */
+static json_t *state_json(struct jakirod *d)
+{
+	json_t *root = jk_conf_state_json(d->conf), *vnics = json_array();
+
+	for (unsigned i = 0; i < JK_MAX_VNICS; i++)
+		if (d->vnics[i].used)
+			json_array_append_new(vnics, jk_vnic_conf_json(&d->vnics[i].conf));
+	json_object_set_new(root, "vnics", vnics);
+	return root;
+}
+
+int jk_persist(struct jakirod *d, char *err, size_t errlen)
+{
+	char tmp[JK_PATH_MAX + 8], dir[JK_PATH_MAX];
+	json_t *root = state_json(d);
+	int fd, r;
+
+	snprintf(dir, sizeof(dir), "%s", d->conf->state_file);
+	r = mkdir_p(dirname(dir));
+	snprintf(tmp, sizeof(tmp), "%s.tmp", d->conf->state_file);
+	if (r == 0) {
+		r = json_dump_file(root, tmp, JSON_INDENT(2) | JSON_SORT_KEYS) ? -EIO : 0;
+	}
+	json_decref(root);
+	if (r == 0) {
+		fd = open(tmp, O_RDONLY | O_CLOEXEC);
+		if (fd < 0 || fsync(fd) < 0)
+			r = -errno;
+		if (fd >= 0)
+			close(fd);
+	}
+	if (r == 0 && rename(tmp, d->conf->state_file) < 0)
+		r = -errno;
+	if (r == 0) {
+		fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (fd >= 0) {
+			fsync(fd);
+			close(fd);
+		}
+	} else {
+		unlink(tmp);
+		snprintf(err, errlen, "state_file: cannot write \"%s\": %s", d->conf->state_file, strerror(-r));
+	}
+	return r;
+}
+
+static int find_vnic(struct jakirod *d, const char *name)
+{
+	for (int i = 0; i < JK_MAX_VNICS; i++)
+		if (d->vnics[i].used && strcmp(d->vnics[i].conf.name, name) == 0)
+			return i;
+	return -1;
+}
+
+static int find_vlt(struct jakirod *d, const char *vpc, uint32_t ip)
+{
+	for (unsigned i = 0; i < d->conf->n_vlt; i++)
+		if (strcmp(d->conf->vlt[i].vpc, vpc) == 0 && d->conf->vlt[i].ip == ip)
+			return (int)i;
+	return -1;
+}
+
+/* Checks what the datapath cannot: clashes with running vNICs and the VLT,
+ * and that the backend's resources exist, before anything is created. */
+static int vnic_precheck(struct jakirod *d, const struct jk_vnic_conf *v, char *err, size_t errlen)
+{
+	uint16_t max_mtu = jk_dp_default_mtu(d->dp);
+
+	if (find_vnic(d, v->name) >= 0) {
+		snprintf(err, errlen, "name: a vNIC \"%s\" exists", v->name);
+		return -EEXIST;
+	}
+	for (unsigned i = 0; i < JK_MAX_VNICS; i++) {
+		const struct jk_vnic_conf *o = &d->vnics[i].conf;
+
+		if (!d->vnics[i].used)
+			continue;
+		if (strcmp(o->vpc, v->vpc) == 0 && o->ip == v->ip) {
+			snprintf(err, errlen, "ip: address already used by vNIC %s", o->name);
+			return -EEXIST;
+		}
+		if (strcmp(o->ifname, v->ifname) == 0) {
+			snprintf(err, errlen, "ifname: \"%s\" already used by vNIC %s", v->ifname, o->name);
+			return -EEXIST;
+		}
+	}
+	if (find_vlt(d, v->vpc, v->ip) >= 0) {
+		snprintf(err, errlen, "ip: address is a remote VLT entry of VPC %s (delete it first)", v->vpc);
+		return -EEXIST;
+	}
+	if (v->mtu && v->mtu > max_mtu) {
+		snprintf(err, errlen, "mtu: must be 576-%u (underlay MTU %u - 50)", max_mtu, d->conf->underlay_mtu);
+		return -EINVAL;
+	}
+	if (v->backend == JK_BACKEND_TAP && if_nametoindex(v->ifname)) {
+		snprintf(err, errlen, "ifname: an interface \"%s\" already exists", v->ifname);
+		return -EEXIST;
+	}
+	if (v->backend == JK_BACKEND_AFPACKET && !if_nametoindex(v->ifname)) {
+		snprintf(err, errlen, "ifname: no interface \"%s\" to attach to", v->ifname);
+		return -ENODEV;
+	}
+	if (v->netns[0]) {
+		int ns = jk_netns_open(v->netns);
+
+		if (ns < 0) {
+			snprintf(err, errlen, "netns: no network namespace \"%s\"", v->netns);
+			return ns;
+		}
+		close(ns);
+	}
+	return 0;
+}
+
+static int vnic_up(struct jakirod *d, const struct jk_vnic_conf *v, char *err, size_t errlen)
+{
+	const struct jk_vpc_conf *vpc = jk_conf_vpc(d->conf, v->vpc);
+	struct jk_vnic_cfg cfg;
+	struct jk_vnic_conf eff = *v;
+	struct jk_port port;
+	uint16_t id;
+	int r;
+
+	if ((r = vnic_precheck(d, v, err, errlen)))
+		return r;
+	if (!eff.mtu)
+		eff.mtu = jk_dp_default_mtu(d->dp);
+	memset(&cfg, 0, sizeof(cfg));
+	snprintf(cfg.name, sizeof(cfg.name), "%s", v->name);
+	cfg.vni = vpc->vni;
+	cfg.ip = v->ip;
+	memcpy(cfg.mac, v->mac, 6);
+	cfg.mtu = eff.mtu;
+	cfg.qp_quota = v->qp_quota;
+	if ((r = jk_port_open(&port, &eff, vpc->prefix_len, err, errlen)))
+		return r;
+	r = jk_dp_vnic_add(d->dp, &cfg, &id);
+	if (r) {
+		snprintf(err, errlen, "%s: datapath refused the vNIC: %s", r == -ENOSPC ? "vnics" : "ip",
+			 strerror(-r));
+		jk_port_close(&port);
+		return r;
+	}
+	d->vnics[id].used = true;
+	d->vnics[id].conf = *v;
+	d->vnics[id].port = port;
+	r = jk_loop_watch_vnic(d, id);
+	if (r) {
+		snprintf(err, errlen, "vnics: cannot poll the backend: %s", strerror(-r));
+		jk_dp_vnic_del(d->dp, id);
+		jk_port_close(&d->vnics[id].port);
+		d->vnics[id].used = false;
+		return r;
+	}
+	return 0;
+}
+
+static void vnic_down(struct jakirod *d, int id)
+{
+	jk_loop_unwatch_vnic(d, (uint16_t)id);
+	jk_dp_vnic_del(d->dp, (uint16_t)id);
+	jk_port_close(&d->vnics[id].port);
+	d->vnics[id].used = false;
+}
+
+int jk_apply_vnic_add(struct jakirod *d, const struct jk_vnic_conf *v, char *err, size_t errlen)
+{
+	int r = vnic_up(d, v, err, errlen);
+
+	if (r)
+		return r;
+	r = jk_persist(d, err, errlen);
+	if (r)
+		vnic_down(d, find_vnic(d, v->name));
+	return r;
+}
+
+int jk_apply_vnic_del(struct jakirod *d, const char *name, char *err, size_t errlen)
+{
+	int id = find_vnic(d, name);
+	int r;
+
+	if (id < 0) {
+		snprintf(err, errlen, "name: no vNIC \"%s\"", name);
+		return -ENOENT;
+	}
+	/* Persist first: if the state cannot be written, nothing changes. */
+	d->vnics[id].used = false;
+	r = jk_persist(d, err, errlen);
+	d->vnics[id].used = true;
+	if (r)
+		return r;
+	vnic_down(d, id);
+	return 0;
+}
+
+struct mtu_arg {
+	const char *ifname;
+	uint16_t mtu;
+};
+
+static int set_mtu(void *arg)
+{
+	const struct mtu_arg *a = arg;
+
+	return jk_nl_link_setup(a->ifname, NULL, NULL, a->mtu);
+}
+
+int jk_apply_vnic_set(struct jakirod *d, const char *name, json_t *patch, char *err, size_t errlen)
+{
+	int id = find_vnic(d, name);
+	struct jk_vnic_conf next, prev;
+	struct mtu_arg ma;
+	uint16_t mtu, max_mtu = jk_dp_default_mtu(d->dp);
+	int r;
+
+	if (id < 0) {
+		snprintf(err, errlen, "name: no vNIC \"%s\"", name);
+		return -ENOENT;
+	}
+	prev = next = d->vnics[id].conf;
+	if ((r = jk_conf_patch_vnic(patch, &next, "set", err, errlen)))
+		return r;
+	if (next.mtu > max_mtu) {
+		snprintf(err, errlen, "set.mtu: must be 576-%u (underlay MTU %u - 50)", max_mtu,
+			 d->conf->underlay_mtu);
+		return -EINVAL;
+	}
+	mtu = next.mtu ? next.mtu : max_mtu;
+	ma.ifname = next.tenant_ifname;
+	ma.mtu = mtu;
+	if (next.backend == JK_BACKEND_TAP && next.mtu != prev.mtu) {
+		if (next.netns[0]) {
+			int ns = jk_netns_open(next.netns);
+
+			r = ns < 0 ? ns : jk_nl_in_netns(ns, set_mtu, &ma);
+			if (ns >= 0)
+				close(ns);
+		} else {
+			r = set_mtu(&ma);
+		}
+		if (r) {
+			snprintf(err, errlen, "set.mtu: cannot set the tenant interface's MTU: %s", strerror(-r));
+			return r;
+		}
+	}
+	jk_dp_vnic_set(d->dp, (uint16_t)id, mtu, next.qp_quota);
+	d->vnics[id].conf = next;
+	r = jk_persist(d, err, errlen);
+	if (r) {
+		d->vnics[id].conf = prev;
+		jk_dp_vnic_set(d->dp, (uint16_t)id, prev.mtu ? prev.mtu : max_mtu, prev.qp_quota);
+	}
+	return r;
+}
+
+static int vlt_up(struct jakirod *d, const struct jk_vlt_conf *e, char *err, size_t errlen)
+{
+	const struct jk_vpc_conf *vpc = jk_conf_vpc(d->conf, e->vpc);
+	int r;
+
+	for (unsigned i = 0; i < JK_MAX_VNICS; i++)
+		if (d->vnics[i].used && strcmp(d->vnics[i].conf.vpc, e->vpc) == 0 && d->vnics[i].conf.ip == e->ip) {
+			snprintf(err, errlen, "ip: address is local vNIC %s", d->vnics[i].conf.name);
+			return -EEXIST;
+		}
+	r = jk_dp_vlt_add(d->dp, vpc->vni, e->ip, e->mac, e->vtep);
+	if (r)
+		snprintf(err, errlen, "vlt: datapath refused the entry: %s", strerror(-r));
+	return r;
+}
+
+int jk_apply_vlt_add(struct jakirod *d, const struct jk_vlt_conf *e, char *err, size_t errlen)
+{
+	int at = find_vlt(d, e->vpc, e->ip);
+	struct jk_vlt_conf prev;
+	const struct jk_vpc_conf *vpc = jk_conf_vpc(d->conf, e->vpc);
+	int r;
+
+	if (at < 0 && d->conf->n_vlt >= JK_MAX_VLT_CONF) {
+		snprintf(err, errlen, "vlt: table full (%d entries)", JK_MAX_VLT_CONF);
+		return -ENOSPC;
+	}
+	if ((r = vlt_up(d, e, err, errlen)))
+		return r;
+	if (at >= 0) {
+		prev = d->conf->vlt[at];
+		d->conf->vlt[at] = *e;
+	} else {
+		d->conf->vlt[d->conf->n_vlt++] = *e;
+	}
+	r = jk_persist(d, err, errlen);
+	if (r) {
+		if (at >= 0) {
+			d->conf->vlt[at] = prev;
+			jk_dp_vlt_add(d->dp, vpc->vni, prev.ip, prev.mac, prev.vtep);
+		} else {
+			d->conf->n_vlt--;
+			jk_dp_vlt_del(d->dp, vpc->vni, e->ip);
+		}
+	}
+	return r;
+}
+
+int jk_apply_vlt_del(struct jakirod *d, const char *vpc_name, uint32_t ip, char *err, size_t errlen)
+{
+	const struct jk_vpc_conf *vpc = jk_conf_vpc(d->conf, vpc_name);
+	int at = vpc ? find_vlt(d, vpc_name, ip) : -1;
+	struct jk_vlt_conf gone;
+	int r;
+
+	if (!vpc) {
+		snprintf(err, errlen, "vpc: no VPC named \"%s\"", vpc_name);
+		return -ENOENT;
+	}
+	if (at < 0) {
+		snprintf(err, errlen, "ip: no remote VLT entry for that address in VPC %s", vpc_name);
+		return -ENOENT;
+	}
+	gone = d->conf->vlt[at];
+	d->conf->vlt[at] = d->conf->vlt[--d->conf->n_vlt];
+	r = jk_persist(d, err, errlen);
+	if (r) {
+		d->conf->vlt[d->conf->n_vlt] = d->conf->vlt[at];
+		d->conf->vlt[at] = gone;
+		d->conf->n_vlt++;
+		return r;
+	}
+	jk_dp_vlt_del(d->dp, vpc->vni, ip);
+	return 0;
+}
+
+int jk_apply_initial(struct jakirod *d, char *err, size_t errlen)
+{
+	char sub[JK_ERR_MAX];
+	int r;
+
+	for (unsigned i = 0; i < d->conf->n_vnics; i++) {
+		r = vnic_up(d, &d->conf->vnics[i], sub, sizeof(sub));
+		if (r) {
+			snprintf(err, errlen, "vnics[%u].%s", i, sub);
+			return r;
+		}
+	}
+	for (unsigned i = 0; i < d->conf->n_vlt; i++) {
+		r = vlt_up(d, &d->conf->vlt[i], sub, sizeof(sub));
+		if (r) {
+			snprintf(err, errlen, "vlt[%u].%s", i, sub);
+			return r;
+		}
+	}
+	return 0;
+}
+
+void jk_vnics_close_all(struct jakirod *d)
+{
+	for (int i = 0; i < JK_MAX_VNICS; i++)
+		if (d->vnics[i].used)
+			vnic_down(d, i);
+}

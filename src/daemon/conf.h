@@ -1,0 +1,112 @@
+/* conf.h — jakirod's configuration: the JSON file (and the persisted run-time
+ * state, same format) parsed and validated into plain structs.
+ *
+ * Parsing never touches the network.  Every error names the field, as a
+ * JSON path ("vnics[2].ip: ..."), and leaves the output unspecified:
+ * callers parse into a scratch struct and apply only a complete result.
+ */
+#ifndef JK_CONF_H
+#define JK_CONF_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/dp.h"
+
+#define JK_NAME_MAX     32
+#define JK_IFNAME_MAX   16      /* IFNAMSIZ */
+#define JK_PATH_MAX     256
+#define JK_MAX_VPCS     64
+#define JK_MAX_VLT_CONF 4096
+#define JK_ERR_MAX      256
+
+enum jk_backend { JK_BACKEND_TAP, JK_BACKEND_AFPACKET };
+
+struct jk_vpc_conf {
+	char name[JK_NAME_MAX];
+	uint32_t vni;
+	uint32_t subnet;         /* host order, masked */
+	uint8_t prefix_len;
+};
+
+/* DHTB settings of a vNIC (DESIGN.md §6); rate 0 = unlimited. */
+struct jk_shape_conf {
+	uint64_t rate_bps;
+	uint64_t burst_bytes;    /* 0 = default */
+	uint32_t rdma_weight, tcp_weight;
+};
+
+struct jk_vnic_conf {
+	char name[JK_NAME_MAX];
+	char vpc[JK_NAME_MAX];
+	uint32_t ip;
+	uint8_t mac[6];
+	enum jk_backend backend;
+	char ifname[JK_IFNAME_MAX];        /* tap: created; afpacket: attached */
+	char netns[JK_PATH_MAX];           /* tap: tenant namespace name ("" = stay here) */
+	char tenant_ifname[JK_IFNAME_MAX]; /* tap: name inside the tenant namespace */
+	uint16_t mtu;                      /* 0 = underlay MTU - 50 */
+	uint32_t qp_quota;                 /* 0 = unlimited */
+	struct jk_shape_conf ingress, egress;
+};
+
+struct jk_vlt_conf {
+	char vpc[JK_NAME_MAX];
+	uint32_t ip;
+	uint8_t mac[6];
+	uint32_t vtep;
+};
+
+struct jk_conf {
+	char host[JK_NAME_MAX];
+	uint32_t vtep;
+	uint16_t underlay_mtu;
+	char ctl_socket[108];
+	char state_file[JK_PATH_MAX];
+	uint64_t nft_idle_ms, rcft_idle_ms;
+	struct jk_vpc_conf vpcs[JK_MAX_VPCS];
+	unsigned n_vpcs;
+	struct jk_vnic_conf vnics[JK_MAX_VNICS];
+	unsigned n_vnics;
+	struct jk_vlt_conf vlt[JK_MAX_VLT_CONF];
+	unsigned n_vlt;
+};
+
+/* Parses a whole config object.  0, or -EINVAL with `err` naming the field. */
+int jk_conf_parse(json_t *root, struct jk_conf *c, char *err, size_t errlen);
+int jk_conf_load(const char *path, struct jk_conf *c, char *err, size_t errlen);
+
+/* Replaces c's vpcs, vnics and vlt by those of a state object (the
+ * persisted run-time state).  Checked against c's host settings. */
+int jk_conf_parse_state(json_t *root, struct jk_conf *c, char *err, size_t errlen);
+
+/* One vNIC / VLT object, as in the file or a jakiroctl request, checked
+ * against the VPCs of `c`.  `where` prefixes error messages. */
+int jk_conf_parse_vnic(json_t *o, const struct jk_conf *c, const char *where, struct jk_vnic_conf *out,
+		       char *err, size_t errlen);
+int jk_conf_parse_vlt(json_t *o, const struct jk_conf *c, const char *where, struct jk_vlt_conf *out,
+		      char *err, size_t errlen);
+/* Applies the fields present in `o` ("mtu", "qp_quota", "rate", ...) to a
+ * copy of a vNIC's settings. */
+int jk_conf_patch_vnic(json_t *o, struct jk_vnic_conf *v, const char *where, char *err, size_t errlen);
+
+const struct jk_vpc_conf *jk_conf_vpc(const struct jk_conf *c, const char *name);
+
+/* The run-time state (vpcs, vnics, vlt) as JSON, for persisting. */
+json_t *jk_conf_state_json(const struct jk_conf *c);
+json_t *jk_vnic_conf_json(const struct jk_vnic_conf *v);
+json_t *jk_vlt_conf_json(const struct jk_vlt_conf *e);
+
+/* Value parsers shared with jakiroctl's output: 0 or -EINVAL. */
+int jk_parse_ipv4(const char *s, uint32_t *ip);
+int jk_parse_prefix(const char *s, uint32_t *net, uint8_t *len);
+int jk_parse_mac(const char *s, uint8_t mac[6]);
+int jk_parse_rate(const char *s, uint64_t *bps);     /* "1gbit", "500mbit", "100kbit", "123" (bit/s) */
+int jk_parse_size(const char *s, uint64_t *bytes);   /* "64k", "1m", "1500" */
+void jk_format_ipv4(uint32_t ip, char buf[16]);
+void jk_format_mac(const uint8_t mac[6], char buf[18]);
+void jk_format_rate(uint64_t bps, char *buf, size_t len);
+
+#endif

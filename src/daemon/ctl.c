@@ -1,0 +1,367 @@
+/* ctl.c — the control socket: one JSON request per connection, one JSON
+ * reply ({"ok": true, "result": ...} or {"ok": false, "error": "..."}).
+ * Text formatting is jakiroctl's job; the daemon answers in JSON only. */
+#include "daemon/jakirod.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#define CTL_MAX_REQUEST (64 * 1024)
+
+int jk_ctl_open(struct jakirod *d, char *err, size_t errlen)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	char dir[sizeof(sun.sun_path)];
+	int fd;
+
+	if (strlen(d->conf->ctl_socket) >= sizeof(sun.sun_path)) {
+		snprintf(err, errlen, "ctl_socket: path too long");
+		return -EINVAL;
+	}
+	strcpy(sun.sun_path, d->conf->ctl_socket);
+	strcpy(dir, d->conf->ctl_socket);
+	mkdir(dirname(dir), 0755);
+	unlink(sun.sun_path);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0 || bind(fd, (struct sockaddr *)&sun, sizeof(sun)) < 0 || listen(fd, 16) < 0) {
+		snprintf(err, errlen, "ctl_socket: cannot listen on \"%s\": %s", sun.sun_path, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -EINVAL;
+	}
+	d->ctl_fd = fd;
+	return 0;
+}
+
+void jk_ctl_close(struct jakirod *d)
+{
+	if (d->ctl_fd >= 0) {
+		close(d->ctl_fd);
+		unlink(d->conf->ctl_socket);
+	}
+	d->ctl_fd = -1;
+}
+
+static json_t *reply_error(const char *msg)
+{
+	return json_pack("{s:b, s:s}", "ok", 0, "error", msg);
+}
+
+static json_t *reply_ok(json_t *result)
+{
+	return json_pack("{s:b, s:o}", "ok", 1, "result", result ? result : json_null());
+}
+
+static json_t *ip_str(uint32_t ip)
+{
+	char b[16];
+
+	jk_format_ipv4(ip, b);
+	return json_string(b);
+}
+
+static json_t *mac_str(const uint8_t *m)
+{
+	char b[18];
+
+	jk_format_mac(m, b);
+	return json_string(b);
+}
+
+static const char *vpc_of_vni(struct jakirod *d, uint32_t vni)
+{
+	for (unsigned i = 0; i < d->conf->n_vpcs; i++)
+		if (d->conf->vpcs[i].vni == vni)
+			return d->conf->vpcs[i].name;
+	return "?";
+}
+
+static json_t *count_json(const struct jk_pkt_count *c)
+{
+	return json_pack("{s:I, s:I}", "packets", (json_int_t)c->packets, "bytes", (json_int_t)c->bytes);
+}
+
+static json_t *drops_json(const uint64_t *drops)
+{
+	json_t *o = json_object();
+
+	for (unsigned r = 1; r < JK_DROP__COUNT; r++)
+		if (drops[r])
+			json_object_set_new(o, jk_drop_name(r), json_integer((json_int_t)drops[r]));
+	return o;
+}
+
+static json_t *vnic_stats_json(const struct jk_vnic *v)
+{
+	json_t *o = json_object();
+
+	for (unsigned dir = 0; dir < JK_DIR__COUNT; dir++) {
+		json_t *d = json_object();
+
+		for (unsigned c = 0; c < JK_CLASS__COUNT; c++)
+			json_object_set_new(d, jk_class_name(c), count_json(&v->cnt.traffic[dir][c]));
+		json_object_set_new(o, jk_dir_name(dir), d);
+	}
+	json_object_set_new(o, "drops", drops_json(v->cnt.drops));
+	json_object_set_new(o, "arp_proxied", json_integer((json_int_t)v->cnt.arp_proxied));
+	json_object_set_new(o, "icmp_frag_needed", json_integer((json_int_t)v->cnt.icmp_frag_needed));
+	return o;
+}
+
+static json_t *show_vnics(struct jakirod *d)
+{
+	json_t *a = json_array();
+
+	for (uint16_t i = 0; i < JK_MAX_VNICS; i++) {
+		struct jk_vnic *v = jk_dp_vnic(d->dp, i);
+		json_t *o;
+
+		if (!v || !d->vnics[i].used)
+			continue;
+		o = jk_vnic_conf_json(&d->vnics[i].conf);
+		json_object_set_new(o, "id", json_integer(i));
+		json_object_set_new(o, "vni", json_integer(v->cfg.vni));
+		json_object_set_new(o, "mtu", json_integer(v->cfg.mtu));
+		json_object_set_new(o, "rc_live", json_integer(d->dp->rc_live[i]));
+		json_object_set_new(o, "stats", vnic_stats_json(v));
+		json_array_append_new(a, o);
+	}
+	return a;
+}
+
+static json_t *show_vlt(struct jakirod *d)
+{
+	json_t *a = json_array();
+	const struct jk_vlt_entry *e;
+	uint32_t pos = 0;
+
+	while ((e = jk_table_next(&d->dp->vlt.entries, &pos))) {
+		json_t *o = json_pack("{s:s, s:i, s:o, s:o, s:s}", "vpc", vpc_of_vni(d, e->key.vni), "vni",
+				      (int)e->key.vni, "ip", ip_str(e->key.vip), "mac", mac_str(e->mac), "kind",
+				      e->is_local ? "local" : "remote");
+
+		if (e->is_local)
+			json_object_set_new(o, "vnic", json_string(d->dp->vnics[e->vnic_id].cfg.name));
+		else
+			json_object_set_new(o, "vtep", ip_str(e->vtep));
+		json_array_append_new(a, o);
+	}
+	return a;
+}
+
+static json_t *show_nft(struct jakirod *d, uint64_t now)
+{
+	json_t *a = json_array();
+	const struct jk_nft_entry *e;
+	uint32_t pos = 0;
+
+	while ((e = jk_table_next(&d->dp->nft.t, &pos))) {
+		json_t *o = json_pack("{s:s, s:i, s:i, s:o, s:i, s:o, s:i, s:s, s:I, s:I, s:I, s:b}", "vpc",
+				      vpc_of_vni(d, e->key.vni), "vni", (int)e->key.vni, "proto", e->key.proto, "src",
+				      ip_str(e->key.src_ip), "sport", e->key.sport, "dst", ip_str(e->key.dst_ip),
+				      "dport", e->key.dport, "class", jk_class_name(e->cls), "packets",
+				      (json_int_t)e->packets, "bytes", (json_int_t)e->bytes, "idle_ms",
+				      (json_int_t)((now - e->last_seen_ns) / 1000000), "stale",
+				      e->gen != d->dp->vlt.gen);
+
+		json_object_set_new(o, "in_vnic", json_string(d->dp->vnics[e->in_vnic].cfg.name));
+		if (e->is_local)
+			json_object_set_new(o, "out_vnic", json_string(d->dp->vnics[e->out_vnic].cfg.name));
+		else
+			json_object_set_new(o, "vtep", ip_str(e->dst_vtep));
+		json_array_append_new(a, o);
+	}
+	return a;
+}
+
+static json_t *show_rcft(struct jakirod *d, uint64_t now)
+{
+	json_t *flows = json_array(), *per = json_array();
+	const struct jk_rcft_entry *e;
+	uint32_t pos = 0;
+
+	while ((e = jk_table_next(&d->dp->rcft.t, &pos)))
+		json_array_append_new(
+			flows, json_pack("{s:s, s:s, s:i, s:o, s:o, s:i, s:I, s:I, s:I}", "vnic",
+					 d->dp->vnics[e->vnic_id].cfg.name, "vpc", vpc_of_vni(d, e->key.vni), "vni",
+					 (int)e->key.vni, "src", ip_str(e->key.src_ip), "dst", ip_str(e->key.dst_ip),
+					 "dqpn", (int)e->key.dqpn, "packets", (json_int_t)e->packets, "bytes",
+					 (json_int_t)e->bytes, "idle_ms", (json_int_t)((now - e->last_seen_ns) / 1000000)));
+	for (uint16_t i = 0; i < JK_MAX_VNICS; i++) {
+		struct jk_vnic *v = jk_dp_vnic(d->dp, i);
+
+		if (v)
+			json_array_append_new(per, json_pack("{s:s, s:i, s:i, s:I}", "vnic", v->cfg.name, "live",
+							     (int)d->dp->rc_live[i], "qp_quota", (int)v->cfg.qp_quota,
+							     "quota_drops", (json_int_t)v->cnt.drops[JK_DROP_QP_QUOTA]));
+	}
+	return json_pack("{s:o, s:o, s:I}", "vnics", per, "flows", flows, "idle_ms",
+			 (json_int_t)(d->dp->rcft.idle_ns / 1000000));
+}
+
+static json_t *show_stats(struct jakirod *d, uint64_t now)
+{
+	const struct jk_dp_counters *c = &d->dp->cnt;
+	json_t *vnics = json_object();
+	json_t *dp = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+			       "encapped", (json_int_t)c->encapped, "decapped", (json_int_t)c->decapped,
+			       "local_delivered", (json_int_t)c->local_delivered, "nft_hits", (json_int_t)c->nft_hits,
+			       "nft_misses", (json_int_t)c->nft_misses, "nft_stale", (json_int_t)c->nft_stale,
+			       "nft_full", (json_int_t)c->nft_full, "nft_entries", (json_int_t)d->dp->nft.t.count,
+			       "rcft_new", (json_int_t)c->rcft_new, "rcft_entries", (json_int_t)d->dp->rcft.t.count,
+			       "ecn_alarms", (json_int_t)c->ecn_alarms, "vlt_gen", (json_int_t)d->dp->vlt.gen);
+	json_object_set_new(dp, "drops", drops_json(c->drops));
+	for (uint16_t i = 0; i < JK_MAX_VNICS; i++) {
+		struct jk_vnic *v = jk_dp_vnic(d->dp, i);
+
+		if (v) {
+			json_t *s = vnic_stats_json(v);
+
+			json_object_set_new(s, "rx_errors", json_integer((json_int_t)d->vnics[i].port.rx_errors));
+			json_object_set_new(s, "tx_errors", json_integer((json_int_t)d->vnics[i].port.tx_errors));
+			json_object_set_new(vnics, v->cfg.name, s);
+		}
+	}
+	return json_pack("{s:s, s:I, s:o, s:o, s:{s:I, s:I, s:I}}", "host", d->conf->host, "uptime_ms",
+			 (json_int_t)((now - d->started_ns) / 1000000), "datapath", dp, "vnics", vnics, "underlay",
+			 "rx_errors", (json_int_t)d->underlay.rx_errors, "tx_errors", (json_int_t)d->underlay.tx_errors,
+			 "rx_truncated", (json_int_t)d->underlay.rx_trunc);
+}
+
+static json_t *do_show(struct jakirod *d, json_t *req)
+{
+	const char *what = json_string_value(json_object_get(req, "what"));
+	uint64_t now = jk_now_ns();
+
+	if (!what)
+		return reply_error("what: missing (vnics, vlt, nft, rcft or stats)");
+	if (strcmp(what, "vnics") == 0)
+		return reply_ok(show_vnics(d));
+	if (strcmp(what, "vlt") == 0)
+		return reply_ok(show_vlt(d));
+	if (strcmp(what, "nft") == 0)
+		return reply_ok(show_nft(d, now));
+	if (strcmp(what, "rcft") == 0)
+		return reply_ok(show_rcft(d, now));
+	if (strcmp(what, "stats") == 0)
+		return reply_ok(show_stats(d, now));
+	return reply_error("what: must be vnics, vlt, nft, rcft or stats");
+}
+
+static json_t *done(int r, const char *err)
+{
+	return r ? reply_error(err) : reply_ok(NULL);
+}
+
+json_t *jk_ctl_handle(struct jakirod *d, json_t *req)
+{
+	const char *cmd = json_string_value(json_object_get(req, "cmd"));
+	char err[JK_ERR_MAX] = "";
+	int r;
+
+	if (!json_is_object(req) || !cmd)
+		return reply_error("cmd: missing");
+	if (strcmp(cmd, "show") == 0)
+		return do_show(d, req);
+	if (strcmp(cmd, "vnic-add") == 0) {
+		struct jk_vnic_conf v;
+
+		r = jk_conf_parse_vnic(json_object_get(req, "vnic"), d->conf, "vnic", &v, err, sizeof(err));
+		if (r == 0)
+			r = jk_apply_vnic_add(d, &v, err, sizeof(err));
+		return done(r, err);
+	}
+	if (strcmp(cmd, "vnic-del") == 0 || strcmp(cmd, "vnic-set") == 0) {
+		const char *name = json_string_value(json_object_get(req, "name"));
+
+		if (!name)
+			return reply_error("name: missing");
+		if (cmd[5] == 'd')
+			r = jk_apply_vnic_del(d, name, err, sizeof(err));
+		else
+			r = jk_apply_vnic_set(d, name, json_object_get(req, "set"), err, sizeof(err));
+		return done(r, err);
+	}
+	if (strcmp(cmd, "vlt-add") == 0) {
+		struct jk_vlt_conf e;
+
+		r = jk_conf_parse_vlt(json_object_get(req, "entry"), d->conf, "vlt", &e, err, sizeof(err));
+		if (r == 0)
+			r = jk_apply_vlt_add(d, &e, err, sizeof(err));
+		return done(r, err);
+	}
+	if (strcmp(cmd, "vlt-del") == 0) {
+		const char *vpc = json_string_value(json_object_get(req, "vpc"));
+		const char *ip = json_string_value(json_object_get(req, "ip"));
+		uint32_t addr;
+
+		if (!vpc)
+			return reply_error("vpc: missing");
+		if (!ip || jk_parse_ipv4(ip, &addr))
+			return reply_error("ip: missing or not an IPv4 address");
+		return done(jk_apply_vlt_del(d, vpc, addr, err, sizeof(err)), err);
+	}
+	return reply_error("cmd: unknown (show, vnic-add, vnic-del, vnic-set, vlt-add, vlt-del)");
+}
+
+/* Serves one connection: the client sends its request at once, so a short
+ * receive timeout bounds how long the loop can be held up. */
+void jk_ctl_accept(struct jakirod *d)
+{
+	static char buf[CTL_MAX_REQUEST + 1];
+	struct timeval tv = { .tv_sec = 1 };
+	size_t len = 0;
+	json_error_t jerr;
+	json_t *req, *rep;
+	char *out;
+	int fd = accept4(d->ctl_fd, NULL, NULL, SOCK_CLOEXEC);
+
+	if (fd < 0)
+		return;
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	while (len < CTL_MAX_REQUEST) {
+		ssize_t n = read(fd, buf + len, CTL_MAX_REQUEST - len);
+
+		if (n <= 0)
+			break;
+		len += (size_t)n;
+		if (memchr(buf + len - (size_t)n, '\n', (size_t)n))
+			break;
+	}
+	buf[len] = '\0';
+	req = json_loads(buf, JSON_DISABLE_EOF_CHECK, &jerr);
+	if (!req) {
+		char msg[JK_ERR_MAX];
+
+		snprintf(msg, sizeof(msg), "request: not JSON: %s", jerr.text);
+		rep = reply_error(msg);
+	} else {
+		rep = jk_ctl_handle(d, req);
+		json_decref(req);
+	}
+	out = json_dumps(rep, JSON_COMPACT);
+	if (out) {
+		size_t olen = strlen(out), off = 0;
+
+		while (off < olen) {
+			ssize_t n = write(fd, out + off, olen - off);
+
+			if (n <= 0)
+				break;
+			off += (size_t)n;
+		}
+		if (write(fd, "\n", 1) < 0) { /* peer went away: nothing to do */ }
+		free(out);
+	}
+	json_decref(rep);
+	close(fd);
+}

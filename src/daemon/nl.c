@@ -1,0 +1,149 @@
+/* nl.c — rtnetlink requests through libmnl. */
+#include "daemon/nl.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <libmnl/libmnl.h>
+#include <linux/if_link.h>
+#include <linux/rtnetlink.h>
+#include <net/if.h>
+#include <sched.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+/* Sends one request and waits for its acknowledgement. */
+static int nl_request(struct nlmsghdr *nlh)
+{
+	char buf[MNL_SOCKET_BUFFER_SIZE];
+	struct mnl_socket *nl = mnl_socket_open(NETLINK_ROUTE);
+	unsigned seq = (unsigned)time(NULL), portid;
+	int ret;
+
+	if (!nl)
+		return -errno;
+	if (mnl_socket_bind(nl, 0, MNL_SOCKET_AUTOPID) < 0) {
+		ret = -errno;
+		goto out;
+	}
+	portid = mnl_socket_get_portid(nl);
+	nlh->nlmsg_flags |= NLM_F_REQUEST | NLM_F_ACK;
+	nlh->nlmsg_seq = seq;
+	if (mnl_socket_sendto(nl, nlh, nlh->nlmsg_len) < 0) {
+		ret = -errno;
+		goto out;
+	}
+	ret = (int)mnl_socket_recvfrom(nl, buf, sizeof(buf));
+	if (ret < 0) {
+		ret = -errno;
+		goto out;
+	}
+	ret = mnl_cb_run(buf, (size_t)ret, seq, portid, NULL, NULL);
+	ret = ret < 0 ? -errno : 0;
+out:
+	mnl_socket_close(nl);
+	return ret;
+}
+
+static struct nlmsghdr *link_msg(char *buf, const char *ifname, struct ifinfomsg **ifm)
+{
+	struct nlmsghdr *nlh = mnl_nlmsg_put_header(buf);
+	unsigned idx = if_nametoindex(ifname);
+
+	nlh->nlmsg_type = RTM_NEWLINK;
+	*ifm = mnl_nlmsg_put_extra_header(nlh, sizeof(**ifm));
+	(*ifm)->ifi_family = AF_UNSPEC;
+	(*ifm)->ifi_index = (int)idx;
+	return idx ? nlh : NULL;
+}
+
+int jk_nl_link_move(const char *ifname, int netns_fd)
+{
+	char buf[MNL_SOCKET_BUFFER_SIZE];
+	struct ifinfomsg *ifm;
+	struct nlmsghdr *nlh = link_msg(buf, ifname, &ifm);
+
+	if (!nlh)
+		return -ENODEV;
+	mnl_attr_put_u32(nlh, IFLA_NET_NS_FD, (uint32_t)netns_fd);
+	return nl_request(nlh);
+}
+
+int jk_nl_link_setup(const char *ifname, const char *newname, const uint8_t *mac, uint16_t mtu)
+{
+	char buf[MNL_SOCKET_BUFFER_SIZE];
+	struct ifinfomsg *ifm;
+	struct nlmsghdr *nlh = link_msg(buf, ifname, &ifm);
+
+	if (!nlh)
+		return -ENODEV;
+	if (newname && strcmp(newname, ifname) != 0)
+		mnl_attr_put_strz(nlh, IFLA_IFNAME, newname);
+	if (mac)
+		mnl_attr_put(nlh, IFLA_ADDRESS, 6, mac);
+	if (mtu)
+		mnl_attr_put_u32(nlh, IFLA_MTU, mtu);
+	ifm->ifi_flags = IFF_UP;
+	ifm->ifi_change = IFF_UP;
+	return nl_request(nlh);
+}
+
+int jk_nl_addr_add(const char *ifname, uint32_t ip, uint8_t prefix_len)
+{
+	char buf[MNL_SOCKET_BUFFER_SIZE];
+	struct nlmsghdr *nlh = mnl_nlmsg_put_header(buf);
+	struct ifaddrmsg *ifa;
+	unsigned idx = if_nametoindex(ifname);
+	uint32_t be = htonl(ip);
+
+	if (!idx)
+		return -ENODEV;
+	nlh->nlmsg_type = RTM_NEWADDR;
+	nlh->nlmsg_flags = NLM_F_CREATE | NLM_F_REPLACE;
+	ifa = mnl_nlmsg_put_extra_header(nlh, sizeof(*ifa));
+	ifa->ifa_family = AF_INET;
+	ifa->ifa_prefixlen = prefix_len;
+	ifa->ifa_scope = RT_SCOPE_UNIVERSE;
+	ifa->ifa_index = idx;
+	mnl_attr_put_u32(nlh, IFA_LOCAL, be);
+	mnl_attr_put_u32(nlh, IFA_ADDRESS, be);
+	return nl_request(nlh);
+}
+
+int jk_netns_open(const char *name)
+{
+	char path[512];
+	int fd;
+
+	if (name[0] == '/')
+		snprintf(path, sizeof(path), "%s", name);
+	else
+		snprintf(path, sizeof(path), "/run/netns/%s", name);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
+int jk_nl_in_netns(int netns_fd, int (*fn)(void *arg), void *arg)
+{
+	int self = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+	int ret;
+
+	if (self < 0)
+		return -errno;
+	if (setns(netns_fd, CLONE_NEWNET) < 0) {
+		ret = -errno;
+		close(self);
+		return ret;
+	}
+	ret = fn(arg);
+	if (setns(self, CLONE_NEWNET) < 0) {
+		/* Cannot happen short of a kernel bug; staying elsewhere would
+		 * make every later call wrong. */
+		perror("jakirod: setns back to own namespace");
+		_exit(1);
+	}
+	close(self);
+	return ret;
+}

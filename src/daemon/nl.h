@@ -1,0 +1,30 @@
+/* nl.h — the few rtnetlink requests jakirod makes (libmnl), and running
+ * them inside a tenant's network namespace.
+ *
+ * Functions return 0 or a negative errno.  Single-threaded use only:
+ * jk_nl_in_netns() switches the calling thread's namespace and back.
+ */
+#ifndef JK_NL_H
+#define JK_NL_H
+
+#include <stdint.h>
+
+/* Moves interface `ifname` (in the current namespace) into the namespace
+ * open at `netns_fd`. */
+int jk_nl_link_move(const char *ifname, int netns_fd);
+
+/* In the current namespace: renames `ifname` to `newname` (if not NULL
+ * and different), sets MAC (if not NULL), MTU (if not 0) and brings it up. */
+int jk_nl_link_setup(const char *ifname, const char *newname, const uint8_t *mac, uint16_t mtu);
+
+/* In the current namespace: adds ip/prefix_len to interface `ifname`. */
+int jk_nl_addr_add(const char *ifname, uint32_t ip, uint8_t prefix_len);
+
+/* Opens a namespace by name (/run/netns/NAME) or path.  fd or -errno. */
+int jk_netns_open(const char *name_or_path);
+
+/* Runs fn(arg) with the calling thread inside the namespace `netns_fd`,
+ * then returns to the original namespace.  fn's result, or -errno. */
+int jk_nl_in_netns(int netns_fd, int (*fn)(void *arg), void *arg);
+
+#endif
