@@ -68,6 +68,17 @@ check() {                      # NAME STATUS OUTPUT REGEX [FILES TO SHOW ON FAIL
         ok "$name"; grep -E "$re" "$out" | sed 's/^/#   /'
     else not_ok "$name (status $st)" "$out" "$@"; fi
 }
+forget() {                     # PID: waited for, so cleanup must not kill it
+    local keep=() x
+    for x in "${bg_pids[@]}"; do [ "$x" = "$1" ] || keep+=("$x"); done
+    bg_pids=("${keep[@]}")
+}
+reap() { wait "$1"; local st=$?; forget "$1"; return $st; }
+run_fg() {                     # runs "$@" in the background and waits: a signal to
+    "$@" & local pid=$!        # this script then ends the wait at once, and cleanup
+    bg_pids+=("$pid")          # kills the child by PID
+    reap "$pid"
+}
 vm_args() {                    # NS IP SUFFIX: run-vm's network arguments for one VM
     echo --netns "$1" --tap "${p}t$3" --ip "$2/24" --bridge br0 --bridge-netns "$ns_br"
 }
@@ -85,22 +96,22 @@ serve() {
         --ready-port 18515 --log "$d/server.console" --cmd "$scmd" \
         >"$d/server.out" 2>"$d/server.err" &
     spid=$!; bg_pids+=("$spid")
-    "$vm/wait-ready" "$d/server.console" "$boot_limit"; st=$?
+    run_fg "$vm/wait-ready" "$d/server.console" "$boot_limit"; st=$?
     if [ $st -ne 0 ]; then
         not_ok "$name: server VM ready (wait-ready status $st)" \
             "$d/server.err" "$d/server.console"
-        kill -TERM "$spid" 2>/dev/null; wait "$spid" 2>/dev/null
+        kill -TERM "$spid" 2>/dev/null; reap "$spid" 2>/dev/null
         return
     fi
     ok "$name: server VM ready after $((SECONDS - t0)) s"
     # shellcheck disable=SC2046
-    "$vm/run-vm" $(vm_args "$cns" "$cip" "$c") --timeout "$run_limit" \
+    run_fg "$vm/run-vm" $(vm_args "$cns" "$cip" "$c") --timeout "$run_limit" \
         --log "$d/client.console" --cmd "$ccmd" >"$d/client.out" 2>"$d/client.err"
     cst=$?
     check "$name: client ($ccmd)" "$cst" "$d/client.out" "$re" \
         "$d/client.err" "$d/server.out"
     [ $cst -eq 0 ] || kill -TERM "$spid" 2>/dev/null
-    wait "$spid"; st=$?
+    reap "$spid"; st=$?
     check "$name: server ($scmd)" "$st" "$d/server.out" "$re" "$d/server.err"
     echo "# $name took $((SECONDS - t0)) s"
 }
@@ -127,16 +138,16 @@ outside() {
     "$vm/run-vm" $(vm_args "$ns_a" "$ip_a" a) --timeout "$run_limit" --ready-port 18515 \
         --log "$d/guest.console" --cmd "nc -l -p 18515" >"$d/guest.out" 2>"$d/guest.err" &
     pid=$!; bg_pids+=("$pid")
-    "$vm/wait-ready" "$d/guest.console" "$boot_limit"; st=$?
+    run_fg "$vm/wait-ready" "$d/guest.console" "$boot_limit"; st=$?
     if [ $st -eq 0 ]; then ok "outside: guest listening (wait-ready)"
     else not_ok "outside: guest listening (wait-ready status $st)" "$d/guest.err" "$d/guest.console"; fi
-    ip netns exec "$ns_b" busybox ping -c 1 -W 10 "$ip_a" >"$d/ping.out" 2>&1
+    run_fg ip netns exec "$ns_b" busybox ping -c 1 -W 10 "$ip_a" >"$d/ping.out" 2>&1
     check "outside: ping the guest from $ns_b" $? "$d/ping.out" ' 0% packet loss'
-    ip netns exec "$ns_b" timeout 30 bash -c \
+    run_fg ip netns exec "$ns_b" timeout 30 bash -c \
         "echo hello-from-$ns_b > /dev/tcp/$ip_a/18515" 2>"$d/tcp.err"
     st=$?
     [ $st -eq 0 ] || kill -TERM "$pid" 2>/dev/null
-    wait "$pid"
+    reap "$pid"
     check "outside: TCP from $ns_b to the guest" $? "$d/guest.out" "^hello-from-$ns_b\$" \
         "$d/tcp.err" "$d/guest.err"
 }
