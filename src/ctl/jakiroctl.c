@@ -381,6 +381,9 @@ static void print_stats(json_t *r)
 		printf("%-12s arp_proxied %lld, icmp_frag_needed %lld\n", name, i_(v, "arp_proxied"),
 		       i_(v, "icmp_frag_needed"));
 	}
+	printf("\nunderlay: rx_errors %lld, tx_errors %lld, rx_truncated %lld\n",
+	       i_(json_object_get(r, "underlay"), "rx_errors"), i_(json_object_get(r, "underlay"), "tx_errors"),
+	       i_(json_object_get(r, "underlay"), "rx_truncated"));
 }
 
 int main(int argc, char **argv)
