@@ -308,6 +308,9 @@ static void egress_ip(struct jk_dp *dp, struct jk_vnic *v, struct jk_pkt *p, uin
 	const struct jk_vlt_entry *e;
 	uint32_t h;
 
+	/* Carry the datagram only: bytes after it (Ethernet padding, or a
+	 * trailer that would slip past the MTU check) are cut. */
+	p->len = (uint32_t)m->l3_ofs + m->ip_tot_len;
 	if (!ip_is_host(m->dst_ip) || (m->flags & JK_PF_L2_MCAST)) {
 		drop(dp, v, p, JK_DROP_BROADCAST);
 		return;
