@@ -178,10 +178,11 @@ static int default_socket(char *out, size_t len)
 	while (dir && (de = readdir(dir))) {
 		size_t l = strlen(de->d_name);
 
-		if (l > 5 && strcmp(de->d_name + l - 5, ".sock") == 0) {
+		if (l > 5 && l + sizeof(SOCK_DIR) < len && strcmp(de->d_name + l - 5, ".sock") == 0) {
 			if (found++)
 				break;
-			snprintf(out, len, SOCK_DIR "/%s", de->d_name);
+			memcpy(out, SOCK_DIR "/", sizeof(SOCK_DIR));
+			memcpy(out + sizeof(SOCK_DIR), de->d_name, l + 1);
 		}
 	}
 	if (dir)

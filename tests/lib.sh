@@ -1,0 +1,66 @@
+# tests/lib.sh — shared helpers of the shell tests (sourced).
+#
+#   ok NAME / not_ok NAME [WHY]   TAP-like result lines counted by tests/run
+#   check NAME CMD...             ok if CMD succeeds
+#   wait_until SECS CMD...        polls CMD until it succeeds or the deadline
+#   lab_up FILE                   jakiro-lab up with this run's prefix; torn down on exit
+#   lab ARGS...                   jakiro-lab with this run's prefix
+#   stat_of HOST JQ-PATH          a number from `jakiroctl --json show stats`
+set -u
+TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+export JAKIRO_BIN=${JAKIRO_BIN:-$TOP/${BUILD:-build-san}/bin}
+export PATH=$JAKIRO_BIN:$PATH
+# ASan in the daemons: report leaks at exit only as warnings for tests.
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0:abort_on_error=1}
+LAB_PREFIX=${LAB_PREFIX:-t$(( $$ % 100000 ))}
+LAB="$TOP/lab/jakiro-lab --prefix $LAB_PREFIX"
+WORK=$(mktemp -d "/tmp/jakiro-test-$LAB_PREFIX.XXXXXX")
+FAILED=0
+_cleanups=()
+
+on_exit() { cleanup_now; }
+cleanup_now() {
+	local i
+	for (( i=${#_cleanups[@]}-1; i>=0; i-- )); do eval "${_cleanups[$i]}" >/dev/null 2>&1; done
+	_cleanups=()
+	rm -rf "$WORK"
+}
+trap on_exit EXIT
+trap 'exit 130' INT TERM
+at_exit() { _cleanups+=("$*"); }
+
+ok() { echo "ok - $1"; }
+not_ok() { echo "not ok - $1${2:+ # $2}"; FAILED=1; }
+check() { local name=$1; shift; if "$@" >"$WORK/last.out" 2>&1; then ok "$name"; else not_ok "$name" "$(tail -3 "$WORK/last.out" | tr '\n' ' ')"; fi; }
+check_fails() { local name=$1; shift; if "$@" >"$WORK/last.out" 2>&1; then not_ok "$name" "succeeded but should not"; else ok "$name"; fi; }
+
+wait_until() {
+	local secs=$1; shift
+	local deadline=$(( $(date +%s%N) + secs * 1000000000 ))
+	while ! "$@" >/dev/null 2>&1; do
+		[ "$(date +%s%N)" -lt "$deadline" ] || return 1
+		sleep 0.05
+	done
+}
+
+lab() { $LAB "$@"; }
+lab_up() {
+	at_exit "$LAB down"
+	$LAB up "$1"
+}
+
+need() {
+	for t in "$@"; do
+		command -v "$t" >/dev/null || { echo "# missing $t: skipping"; exit 77; }
+	done
+}
+
+stat_of() {   # HOST 'python expression on the JSON as s'
+	lab ctl "$1" -- --json show stats | python3 -c "import json,sys; s=json.load(sys.stdin); print($2)"
+}
+
+# Runs an iperf3 server in NAME's namespace for one test, waits for it.
+iperf_server() {
+	lab exec "$1" -- iperf3 -s -1 -D -p "${2:-5201}" --logfile "$WORK/iperf-$1.log"
+	wait_until 5 lab exec "$1" -- sh -c "ss -ltn | grep -q ':${2:-5201} '"
+}
