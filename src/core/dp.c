@@ -269,7 +269,9 @@ static void egress_arp(struct jk_dp *dp, struct jk_vnic *v, struct jk_pkt *p)
 		to_vnic(p, (uint16_t)(v - dp->vnics));
 		return;
 	}
-	/* A reply (to a request a foreign VTEP flooded to us) goes to its target. */
+	/* A reply (to a request a foreign VTEP flooded to us) goes to its
+	 * target, without whatever followed the ARP body. */
+	p->len = (uint32_t)m->l3_ofs + sizeof(struct jk_arp_hdr);
 	forward_by_vlt(dp, v, p, e);
 }
 
