@@ -322,6 +322,12 @@ static void arp_reply_forwarded(void **state)
 	p = egress(env, env->a, &f, 0);
 	assert_outer(p, VTEP_2, VNI_1, 0, f.len);
 	assert_memory_equal(p->data + 36, f.b, f.len);
+
+	/* Bytes after the ARP body are not carried (nor can they pass the MTU). */
+	fr_payload(&f, 1500, 0xee);
+	p = egress(env, env->a, &f, 0);
+	assert_outer(p, VTEP_2, VNI_1, 0, 14 + 28);
+	assert_true(p->len <= 1500);
 }
 
 /* ---- anti-spoof ----------------------------------------------------------------- */
