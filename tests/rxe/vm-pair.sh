@@ -3,9 +3,13 @@
 #
 # Proves the harness in lab/vm/ gives a working RDMA peer: VM A (QEMU in netns rx$$a)
 # and VM B (QEMU in netns rx$$b) have their TAPs moved into netns rx$$br and joined
-# by a bridge there. Then, each side once as the server:
+# by a bridge there. Then, each side as the server (small counts: TCG is slow):
 #   ibv_rc_pingpong -g 1      server in A, client in B
-#   ib_write_bw -x 1 -F       server in B, client in A (small counts: TCG is slow)
+#   ib_write_bw -x 1 -F       server in B, client in A
+#   ib_read_bw -x 1 -F        server in A, client in B
+#   ib_send_lat -x 1 -F       server in B, client in A
+# and an outside peer (a veth from netns rx$$b into the bridge) pings a guest and
+# connects to it once lab/vm/wait-ready says it listens.
 # Prints "ok - NAME" / "not ok - NAME"; exits 77 when it cannot run here (not root,
 # no /dev/net/tun, no QEMU or the VM image cannot be built). Everything it creates
 # (namespaces, bridge, QEMU processes, the temp folder) is removed on exit, by name
@@ -103,7 +107,8 @@ serve() {
         kill -TERM "$spid" 2>/dev/null; reap "$spid" 2>/dev/null
         return
     fi
-    ok "$name: server VM ready after $((SECONDS - t0)) s"
+    ok "$name: server VM ready"
+    echo "#   after $((SECONDS - t0)) s"
     # shellcheck disable=SC2046
     run_fg "$vm/run-vm" $(vm_args "$cns" "$cip" "$c") --timeout "$run_limit" \
         --log "$d/client.console" --cmd "$ccmd" >"$d/client.out" 2>"$d/client.err"
@@ -124,6 +129,14 @@ serve write_bw "$ns_b" "$ip_b" b "$ns_a" "$ip_a" a \
     "ib_write_bw -d rxe0 -x 1 -F -n 1000 -s 4096" \
     "ib_write_bw -d rxe0 -x 1 -F -n 1000 -s 4096 $ip_b" \
     '^ *4096 +1000 +[0-9.]+ +[0-9.]+'
+serve read_bw "$ns_a" "$ip_a" a "$ns_b" "$ip_b" b \
+    "ib_read_bw -d rxe0 -x 1 -F -n 500 -s 4096" \
+    "ib_read_bw -d rxe0 -x 1 -F -n 500 -s 4096 $ip_a" \
+    '^ *4096 +500 +[0-9.]+ +[0-9.]+'
+serve send_lat "$ns_b" "$ip_b" b "$ns_a" "$ip_a" a \
+    "ib_send_lat -d rxe0 -x 1 -F -n 200 -s 64" \
+    "ib_send_lat -d rxe0 -x 1 -F -n 200 -s 64 $ip_b" \
+    '^ *64 +200 +[0-9.]+ +[0-9.]+'
 
 # An outside peer, as the jk_* tools will be: a veth from netns B into the bridge;
 # the guest (in A) listens, the host side pings it and connects once it is READY.
@@ -142,13 +155,13 @@ outside() {
     if [ $st -eq 0 ]; then ok "outside: guest listening (wait-ready)"
     else not_ok "outside: guest listening (wait-ready status $st)" "$d/guest.err" "$d/guest.console"; fi
     run_fg ip netns exec "$ns_b" busybox ping -c 1 -W 10 "$ip_a" >"$d/ping.out" 2>&1
-    check "outside: ping the guest from $ns_b" $? "$d/ping.out" ' 0% packet loss'
+    check "outside: ping the guest from netns B" $? "$d/ping.out" ' 0% packet loss'
     run_fg ip netns exec "$ns_b" timeout 30 bash -c \
         "echo hello-from-$ns_b > /dev/tcp/$ip_a/18515" 2>"$d/tcp.err"
     st=$?
     [ $st -eq 0 ] || kill -TERM "$pid" 2>/dev/null
     reap "$pid"
-    check "outside: TCP from $ns_b to the guest" $? "$d/guest.out" "^hello-from-$ns_b\$" \
+    check "outside: TCP from netns B to the guest" $? "$d/guest.out" "^hello-from-$ns_b\$" \
         "$d/tcp.err" "$d/guest.err"
 }
 outside
