@@ -1,0 +1,292 @@
+/* rnic_comp.c — the completer: ACKs, NAKs and read responses complete
+ * send WQEs in order; losses are repaired by go-back-N.
+ *
+ *   ACK psn          everything up to psn arrived (cumulative; coalesced
+ *                    by the responder)
+ *   NAK seq psn      the responder expects psn: ACK psn-1, resend from psn
+ *   RNR NAK psn      no receive WQE: ACK psn-1, wait the RNR timer, resend
+ *                    from psn; rnr_retry times (7 = for ever)
+ *   NAK inv/acc/op   ACK psn-1, the WQE at psn fails, QP to ERR
+ *   read response    data for the READ at comp.psn; the first response of
+ *                    a READ also acknowledges the SEND/WRITEs before it
+ *   timer            nothing acknowledged for timeout: resend from
+ *                    comp.psn; retry_cnt times, then RETRY_EXC_ERR
+ *
+ * comp.psn only moves past a READ's PSNs when its responses arrived; an
+ * ACK beyond a READ whose responses are missing means they were lost.
+ * A gap in responses triggers one go-back-N per PSN (gbn_armed) until
+ * something new arrives, so a burst of stale packets does not cause a
+ * burst of retransmissions.
+ */
+#include "rnic/rnic_loc.h"
+
+/* IB RNR timer codes (vol. 1, table 45), in microseconds; 0 is 655.36 ms. */
+static const uint32_t rnr_us[32] = {
+	655360, 10, 20, 30, 40, 60, 80, 120, 160, 240, 320, 480, 640, 960,
+	1280, 1920, 2560, 3840, 5120, 7680, 10240, 15360, 20480, 30720,
+	40960, 61440, 81920, 122880, 163840, 245760, 327680, 491520,
+};
+
+static const enum rnic_wc_opcode wc_op[] = {
+	[RNIC_WR_RDMA_WRITE] = RNIC_WC_RDMA_WRITE,
+	[RNIC_WR_RDMA_WRITE_WITH_IMM] = RNIC_WC_RDMA_WRITE,
+	[RNIC_WR_SEND] = RNIC_WC_SEND,
+	[RNIC_WR_SEND_WITH_IMM] = RNIC_WC_SEND,
+	[RNIC_WR_RDMA_READ] = RNIC_WC_RDMA_READ,
+};
+
+void rnic_comp_send_wc(struct rnic_qp *qp, struct rnic_swqe *w,
+		       enum rnic_wc_status status, int force)
+{
+	struct rnic_wc wc = {
+		.wr_id = w->wr_id,
+		.status = status,
+		.opcode = wc_op[w->opcode],
+		.byte_len = w->len,
+		.qp_num = qp->qpn,
+	};
+
+	if (!force && status == RNIC_WC_SUCCESS && !qp->sq_sig_all &&
+	    !(w->flags & RNIC_SEND_SIGNALED))
+		return;
+	rnic_cq_push(qp->scq, &wc);
+}
+
+static void complete(struct rnic_qp *qp, struct rnic_swqe *w)
+{
+	rnic_comp_send_wc(qp, w, RNIC_WC_SUCCESS, 0);
+	qp->sq_tail++;
+	if ((int32_t)(qp->req.idx - qp->sq_tail) < 0) {
+		/* sending was rewound into it; the caller moves req forward */
+		qp->req.idx = qp->sq_tail;
+		qp->req.off = 0;
+	}
+}
+
+static int outstanding(const struct rnic_qp *qp)
+{
+	return qp->sq_tail != qp->req.sent_idx;
+}
+
+static void progress(struct rnic_qp *qp, uint64_t now_ns)
+{
+	qp->comp.retry_left = qp->attr.retry_cnt;
+	qp->comp.rnr_left = qp->attr.rnr_retry;
+	qp->comp.gbn_armed = 0;
+	qp->comp.deadline = outstanding(qp) && qp->timeout_ns ? now_ns + qp->timeout_ns : 0;
+}
+
+/* Resends from psn, once per PSN until progress is made. */
+static void go_back(struct rnic_qp *qp, uint32_t psn)
+{
+	if (qp->comp.gbn_armed && qp->comp.gbn_psn == psn)
+		return;
+	qp->comp.gbn_armed = 1;
+	qp->comp.gbn_psn = psn;
+	rnic_req_rewind(qp, psn, 1);
+}
+
+/* Acknowledges PSNs up to and including psn.  Returns 0, or -1 when a READ
+ * covered by it lacks responses (and a go-back-N was started). */
+static int ack_upto(struct rnic_qp *qp, uint32_t psn, uint64_t now_ns)
+{
+	int moved = 0;
+
+	while (qp->sq_tail != qp->req.sent_idx) {
+		struct rnic_swqe *w = sq_wqe(qp, qp->sq_tail);
+
+		if (psn_compare(w->first_psn, psn) > 0)
+			break;
+		if (w->opcode == RNIC_WR_RDMA_READ) {
+			if (psn_compare(psn, qp->comp.psn) >= 0) {
+				/* acknowledged past responses we lack: lost */
+				go_back(qp, qp->comp.psn);
+				return -1;
+			}
+			break;          /* completes by its responses */
+		}
+		if (psn_compare(w->last_psn, psn) > 0)
+			break;
+		complete(qp, w);
+		moved = 1;
+	}
+	if (psn_compare(psn_add(psn, 1), qp->comp.psn) > 0) {
+		qp->comp.psn = psn_add(psn, 1);
+		moved = 1;
+	}
+	if (psn_compare(qp->comp.psn, qp->req.psn) > 0)
+		rnic_req_rewind(qp, qp->comp.psn, 0);
+	if (moved)
+		progress(qp, now_ns);
+	return 0;
+}
+
+/* A PSN the peer may acknowledge: not before comp.psn - 1, not unsent. */
+static int psn_valid(const struct rnic_qp *qp, uint32_t psn, int upto_inclusive)
+{
+	if (psn_compare(psn, psn_add(qp->comp.psn, BTH_PSN_MASK)) < 0)
+		return 0;
+	return upto_inclusive ? psn_compare(psn, qp->req.max_psn) <= 0
+			      : psn_compare(psn, qp->req.max_psn) < 0;
+}
+
+static void do_ack(struct rnic_qp *qp, struct rnic_pkt *pkt, uint64_t now_ns)
+{
+	struct rnic_dev *dev = qp->dev;
+	uint8_t syn = aeth_syndrome(pkt);
+	uint32_t psn = pkt->psn, before = psn_add(psn, BTH_PSN_MASK);
+
+	switch (syn & AETH_TYPE_MASK) {
+	case AETH_ACK:
+		dev->cnt.acks_rx++;
+		if (!psn_valid(qp, psn, 0)) {
+			dev->cnt.drop_bad_resp++;
+			return;
+		}
+		ack_upto(qp, psn, now_ns);
+		return;
+	case AETH_RNR_NAK:
+		dev->cnt.rnr_naks_rx++;
+		if (!psn_valid(qp, psn, 0) || ack_upto(qp, before, now_ns))
+			return;
+		if (qp->attr.rnr_retry != 7) {
+			if (qp->comp.rnr_left == 0) {
+				rnic_qp_error(qp, RNIC_WC_RNR_RETRY_EXC_ERR);
+				return;
+			}
+			qp->comp.rnr_left--;
+		}
+		rnic_req_rewind(qp, psn, 1);
+		qp->req.rnr_until = now_ns + (uint64_t)rnr_us[syn & AETH_CODE_MASK] * 1000;
+		qp->comp.deadline = 0;
+		return;
+	case AETH_NAK:
+		if (!psn_valid(qp, psn, 1))
+			return;
+		if ((syn & AETH_CODE_MASK) == AETH_NAK_PSN_SEQ) {
+			dev->cnt.naks_seq_rx++;
+			if (!ack_upto(qp, before, now_ns))
+				go_back(qp, psn);
+			return;
+		}
+		dev->cnt.naks_err_rx++;
+		if (ack_upto(qp, before, now_ns))
+			return;
+		switch (syn & AETH_CODE_MASK) {
+		case AETH_NAK_INV_REQ:
+			rnic_qp_error(qp, RNIC_WC_REM_INV_REQ_ERR);
+			break;
+		case AETH_NAK_REM_ACC:
+			rnic_qp_error(qp, RNIC_WC_REM_ACCESS_ERR);
+			break;
+		default:
+			rnic_qp_error(qp, RNIC_WC_REM_OP_ERR);
+			break;
+		}
+		return;
+	default:
+		dev->cnt.drop_bad_resp++;
+		return;
+	}
+}
+
+/* A read response ahead of comp.psn is acceptable only as the first
+ * response of a READ whose predecessors are all SEND/WRITEs (it then
+ * acknowledges them). */
+static int implicit_ack_ok(struct rnic_qp *qp, uint32_t psn)
+{
+	for (uint32_t i = qp->sq_tail; i != qp->req.sent_idx; i++) {
+		struct rnic_swqe *w = sq_wqe(qp, i);
+
+		if (psn_compare(psn, w->last_psn) <= 0)
+			return w->opcode == RNIC_WR_RDMA_READ && psn == w->first_psn;
+		if (w->opcode == RNIC_WR_RDMA_READ)
+			return 0;
+	}
+	return 0;
+}
+
+static void do_read_resp(struct rnic_qp *qp, struct rnic_pkt *pkt, uint64_t now_ns)
+{
+	struct rnic_dev *dev = qp->dev;
+	uint32_t psn = pkt->psn, off, remaining, plen = pkt->payload_len;
+	int32_t c = psn_compare(psn, qp->comp.psn);
+	struct rnic_swqe *w;
+	int last_pkt;
+
+	if (c < 0) {
+		dev->cnt.drop_duplicate++;
+		return;
+	}
+	if (!psn_valid(qp, psn, 0)) {
+		dev->cnt.drop_bad_resp++;
+		return;
+	}
+	if (c > 0) {
+		if (!(pkt->mask & RNIC_FIRST) || !implicit_ack_ok(qp, psn)) {
+			dev->cnt.drop_out_of_seq++;
+			go_back(qp, qp->comp.psn);
+			return;
+		}
+		if (ack_upto(qp, psn_add(psn, BTH_PSN_MASK), now_ns))
+			return;
+	}
+	if (qp->sq_tail == qp->req.sent_idx) {
+		dev->cnt.drop_bad_resp++;
+		return;
+	}
+	w = sq_wqe(qp, qp->sq_tail);
+	if (w->opcode != RNIC_WR_RDMA_READ || psn_compare(psn, w->first_psn) < 0 ||
+	    psn_compare(psn, w->last_psn) > 0) {
+		dev->cnt.drop_bad_resp++;
+		return;
+	}
+	off = psn_diff(psn, w->first_psn) * qp->mtu;
+	remaining = w->len - off;
+	last_pkt = psn == w->last_psn;
+	if (plen > qp->mtu || plen > remaining ||
+	    (last_pkt ? plen != remaining : plen != qp->mtu) ||
+	    (!(pkt->mask & RNIC_LAST) && last_pkt)) {
+		dev->cnt.drop_bad_len++;
+		return;
+	}
+	if (rnic_sg_copy_in(w->sg, w->num_sge, off, pkt->payload, plen)) {
+		dev->cnt.drop_bad_len++;
+		return;
+	}
+	qp->comp.psn = psn_add(psn, 1);
+	if ((pkt->mask & RNIC_LAST) && qp->req.rd_out)
+		qp->req.rd_out--;
+	if (last_pkt)
+		complete(qp, w);
+	if (psn_compare(qp->comp.psn, qp->req.psn) > 0)
+		rnic_req_rewind(qp, qp->comp.psn, 0);
+	progress(qp, now_ns);
+}
+
+void rnic_comp_rcv(struct rnic_qp *qp, struct rnic_pkt *pkt, uint64_t now_ns)
+{
+	if (pkt->mask & RNIC_ACK)
+		do_ack(qp, pkt, now_ns);
+	else
+		do_read_resp(qp, pkt, now_ns);
+}
+
+void rnic_comp_timer(struct rnic_qp *qp, uint64_t now_ns)
+{
+	if (qp->state != RNIC_QPS_RTS || !qp->comp.deadline || now_ns < qp->comp.deadline)
+		return;
+	if (!outstanding(qp)) {
+		qp->comp.deadline = 0;
+		return;
+	}
+	if (qp->comp.retry_left <= 0) {
+		rnic_qp_error(qp, RNIC_WC_RETRY_EXC_ERR);
+		return;
+	}
+	qp->comp.retry_left--;
+	qp->dev->cnt.timeouts++;
+	qp->comp.gbn_armed = 0;
+	rnic_req_rewind(qp, qp->comp.psn, 1);
+	qp->comp.deadline = now_ns + qp->timeout_ns;
+}

@@ -1,0 +1,319 @@
+/* rnic_dcqcn.c — DCQCN reaction and notification points, and the
+ * parameter profile (defaults, "key=value,..." parser).  See rnic_dcqcn.h
+ * for the formulas.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "rnic/rnic_dcqcn.h"
+
+#define NS_PER_SEC       1000000000ull
+#define RNIC_BURST_MIN   (16 * 1024)
+#define RNIC_BURST_NS    20000ull
+#define RNIC_TICK_MAX    64          /* timer events caught up per tick */
+
+void rnic_dcqcn_defaults(struct rnic_dcqcn_params *p)
+{
+	*p = (struct rnic_dcqcn_params){
+		.enabled = 1,
+		.line_rate = 100000000000ull,   /* 100 Gbit/s: "no limit" here */
+		.min_rate = 10000000ull,        /* 10 Mbit/s */
+		.g_shift = 8,                   /* g = 1/256 */
+		.alpha_period_ns = 55000,       /* K = 55 us */
+		.rate_period_ns = 300000,       /* T = 300 us */
+		.byte_counter = 1024 * 1024,    /* B = 1 MiB */
+		.fast_recovery = 5,             /* F */
+		.rate_ai = 40000000ull,         /* R_AI = 40 Mbit/s */
+		.rate_hai = 200000000ull,       /* R_HAI = 200 Mbit/s */
+		.cnp_interval_ns = 50000,       /* N = 50 us */
+		.rate_reduce_ns = 50000,
+	};
+}
+
+static uint64_t min_u64(uint64_t a, uint64_t b) { return a < b ? a : b; }
+static uint64_t max_u64(uint64_t a, uint64_t b) { return a > b ? a : b; }
+
+static uint64_t burst_bytes(const struct rnic_dcqcn_rp *rp)
+{
+	uint64_t b = (uint64_t)((unsigned __int128)rp->rc * RNIC_BURST_NS / (8 * NS_PER_SEC));
+
+	return max_u64(b, RNIC_BURST_MIN);
+}
+
+void rnic_dcqcn_rp_init(struct rnic_dcqcn_rp *rp,
+			const struct rnic_dcqcn_params *p, uint64_t now_ns)
+{
+	memset(rp, 0, sizeof(*rp));
+	rp->rc = p->line_rate;
+	rp->rt = p->line_rate;
+	rp->alpha = RNIC_ALPHA_ONE;
+	rp->tb_ns = now_ns;
+	rp->tokens = (int64_t)burst_bytes(rp);
+}
+
+static void rate_increase(struct rnic_dcqcn_rp *rp, const struct rnic_dcqcn_params *p)
+{
+	uint32_t hi = rp->t_stage > rp->b_stage ? rp->t_stage : rp->b_stage;
+	uint32_t lo = rp->t_stage < rp->b_stage ? rp->t_stage : rp->b_stage;
+
+	if (hi < p->fast_recovery) {
+		/* fast recovery: towards the rate before the cut */
+	} else if (lo >= p->fast_recovery) {
+		rp->rt += (uint64_t)(lo - p->fast_recovery + 1) * p->rate_hai;
+	} else {
+		rp->rt += p->rate_ai;
+	}
+	rp->rt = min_u64(rp->rt, p->line_rate);
+	rp->rc = min_u64((rp->rt + rp->rc) / 2, p->line_rate);
+	if (rp->rc >= p->line_rate - p->line_rate / 1024 && rp->rt >= p->line_rate) {
+		rp->rc = p->line_rate;      /* recovered: timers idle */
+		rp->cut_once = 0;
+	}
+}
+
+void rnic_dcqcn_on_cnp(struct rnic_dcqcn_rp *rp,
+		       const struct rnic_dcqcn_params *p, uint64_t now_ns)
+{
+	uint64_t cut;
+
+	rp->cnps++;
+	rp->cnp_in_period = 1;
+	if (!p->enabled)
+		return;
+	if (!rp->cut_once)
+		rp->alpha_due_ns = now_ns + p->alpha_period_ns;
+	else if (now_ns - rp->last_cut_ns < p->rate_reduce_ns)
+		return;                      /* one cut per monitor period */
+
+	rp->rt = rp->rc;
+	cut = (uint64_t)((unsigned __int128)rp->rc * rp->alpha / (2 * RNIC_ALPHA_ONE));
+	rp->rc = max_u64(rp->rc - cut, p->min_rate);
+	rp->alpha = rp->alpha - (rp->alpha >> p->g_shift) + (RNIC_ALPHA_ONE >> p->g_shift);
+	if (rp->alpha > RNIC_ALPHA_ONE)
+		rp->alpha = RNIC_ALPHA_ONE;
+	rp->t_stage = 0;
+	rp->b_stage = 0;
+	rp->bytes = 0;
+	rp->rate_due_ns = now_ns + p->rate_period_ns;
+	rp->last_cut_ns = now_ns;
+	rp->cut_once = 1;
+	if (rp->tokens > (int64_t)burst_bytes(rp))
+		rp->tokens = (int64_t)burst_bytes(rp);
+}
+
+void rnic_dcqcn_tick(struct rnic_dcqcn_rp *rp,
+		     const struct rnic_dcqcn_params *p, uint64_t now_ns)
+{
+	int n;
+
+	if (!p->enabled || !rp->cut_once)
+		return;
+	for (n = 0; n < RNIC_TICK_MAX && now_ns >= rp->alpha_due_ns; n++) {
+		if (!rp->cnp_in_period)
+			rp->alpha -= rp->alpha >> p->g_shift;
+		rp->cnp_in_period = 0;
+		rp->alpha_due_ns += p->alpha_period_ns;
+	}
+	if (now_ns >= rp->alpha_due_ns)
+		rp->alpha_due_ns = now_ns + p->alpha_period_ns;
+
+	for (n = 0; n < RNIC_TICK_MAX && rp->cut_once && now_ns >= rp->rate_due_ns; n++) {
+		rp->t_stage++;
+		rate_increase(rp, p);
+		rp->rate_due_ns += p->rate_period_ns;
+	}
+	if (now_ns >= rp->rate_due_ns)
+		rp->rate_due_ns = now_ns + p->rate_period_ns;
+}
+
+void rnic_dcqcn_on_tx(struct rnic_dcqcn_rp *rp,
+		      const struct rnic_dcqcn_params *p, uint32_t bytes,
+		      uint64_t now_ns)
+{
+	if (!p->enabled)
+		return;
+	rp->tokens -= bytes;
+	if (!rp->cut_once)
+		return;
+	rp->bytes += bytes;
+	while (rp->cut_once && p->byte_counter && rp->bytes >= p->byte_counter) {
+		rp->bytes -= p->byte_counter;
+		rp->b_stage++;
+		rate_increase(rp, p);
+	}
+}
+
+int rnic_dcqcn_may_send(struct rnic_dcqcn_rp *rp,
+			const struct rnic_dcqcn_params *p, uint64_t now_ns)
+{
+	uint64_t el, add, burst;
+
+	if (!p->enabled)
+		return 1;
+	if (now_ns > rp->tb_ns) {
+		el = min_u64(now_ns - rp->tb_ns, NS_PER_SEC);
+		add = (uint64_t)((unsigned __int128)el * rp->rc / (8 * NS_PER_SEC));
+		if (add) {
+			burst = burst_bytes(rp);
+			rp->tokens += (int64_t)add;
+			if (rp->tokens > (int64_t)burst)
+				rp->tokens = (int64_t)burst;
+			rp->tb_ns = now_ns;
+		}
+	}
+	return rp->tokens > 0;
+}
+
+uint64_t rnic_dcqcn_send_due(const struct rnic_dcqcn_rp *rp,
+			     const struct rnic_dcqcn_params *p, uint64_t now_ns)
+{
+	uint64_t need;
+
+	if (!p->enabled || rp->tokens > 0)
+		return now_ns;
+	need = (uint64_t)(1 - rp->tokens);
+	return rp->tb_ns + (uint64_t)((unsigned __int128)need * 8 * NS_PER_SEC / rp->rc) + 1;
+}
+
+uint64_t rnic_dcqcn_next_due(const struct rnic_dcqcn_rp *rp,
+			     const struct rnic_dcqcn_params *p)
+{
+	if (!p->enabled || !rp->cut_once)
+		return UINT64_MAX;
+	return min_u64(rp->alpha_due_ns, rp->rate_due_ns);
+}
+
+int rnic_dcqcn_np_should_send(uint64_t *last_ns,
+			      const struct rnic_dcqcn_params *p, uint64_t now_ns)
+{
+	if (*last_ns && now_ns - *last_ns < p->cnp_interval_ns)
+		return 0;
+	*last_ns = now_ns ? now_ns : 1;
+	return 1;
+}
+
+/* ---- parameter parsing -------------------------------------------------- */
+
+/* "500m" / "1.5g" / "40mbit" / "100000" (bit/s). */
+static int parse_rate(const char *s, uint64_t *out)
+{
+	char *end;
+	double v = strtod(s, &end);
+
+	if (end == s || v < 0)
+		return -EINVAL;
+	switch (*end) {
+	case 'k': case 'K': v *= 1e3; end++; break;
+	case 'm': case 'M': v *= 1e6; end++; break;
+	case 'g': case 'G': v *= 1e9; end++; break;
+	default: break;
+	}
+	if (*end && strcasecmp(end, "bit") && strcasecmp(end, "bps"))
+		return -EINVAL;
+	*out = (uint64_t)v;
+	return 0;
+}
+
+/* "55us" / "1ms" / "2s" / "300" (ns). */
+static int parse_time(const char *s, uint64_t *out)
+{
+	char *end;
+	double v = strtod(s, &end);
+
+	if (end == s || v < 0)
+		return -EINVAL;
+	if (!*end || !strcmp(end, "ns"))
+		;
+	else if (!strcmp(end, "us"))
+		v *= 1e3;
+	else if (!strcmp(end, "ms"))
+		v *= 1e6;
+	else if (!strcmp(end, "s"))
+		v *= 1e9;
+	else
+		return -EINVAL;
+	*out = (uint64_t)v;
+	return 0;
+}
+
+/* "32k" / "1m" / "4096" (bytes, binary multiples). */
+static int parse_bytes(const char *s, uint64_t *out)
+{
+	char *end;
+	unsigned long long v = strtoull(s, &end, 0);
+
+	if (end == s)
+		return -EINVAL;
+	switch (*end) {
+	case 'k': case 'K': v <<= 10; end++; break;
+	case 'm': case 'M': v <<= 20; end++; break;
+	case 'g': case 'G': v <<= 30; end++; break;
+	default: break;
+	}
+	if (*end)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+static int parse_u32(const char *s, uint32_t *out)
+{
+	char *end;
+	unsigned long v = strtoul(s, &end, 0);
+
+	if (end == s || *end || v > UINT32_MAX)
+		return -EINVAL;
+	*out = (uint32_t)v;
+	return 0;
+}
+
+static int parse_kv(struct rnic_dcqcn_params *p, const char *key, const char *val)
+{
+	uint32_t u;
+	int err;
+
+	if (!strcmp(key, "enabled")) {
+		err = parse_u32(val, &u);
+		p->enabled = !!u;
+		return err;
+	}
+	if (!strcmp(key, "line_rate"))     return parse_rate(val, &p->line_rate);
+	if (!strcmp(key, "min_rate"))      return parse_rate(val, &p->min_rate);
+	if (!strcmp(key, "rate_ai"))       return parse_rate(val, &p->rate_ai);
+	if (!strcmp(key, "rate_hai"))      return parse_rate(val, &p->rate_hai);
+	if (!strcmp(key, "g_shift"))       return parse_u32(val, &p->g_shift);
+	if (!strcmp(key, "fast_recovery")) return parse_u32(val, &p->fast_recovery);
+	if (!strcmp(key, "alpha_period"))  return parse_time(val, &p->alpha_period_ns);
+	if (!strcmp(key, "rate_period"))   return parse_time(val, &p->rate_period_ns);
+	if (!strcmp(key, "cnp_interval"))  return parse_time(val, &p->cnp_interval_ns);
+	if (!strcmp(key, "rate_reduce"))   return parse_time(val, &p->rate_reduce_ns);
+	if (!strcmp(key, "byte_counter"))  return parse_bytes(val, &p->byte_counter);
+	return -EINVAL;
+}
+
+int rnic_dcqcn_parse(struct rnic_dcqcn_params *p, const char *text)
+{
+	char buf[512], *save = NULL, *tok;
+	struct rnic_dcqcn_params n = *p;
+
+	if (strlen(text) >= sizeof(buf))
+		return -EINVAL;
+	strcpy(buf, text);
+	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		char *eq = strchr(tok, '=');
+
+		if (!eq)
+			return -EINVAL;
+		*eq = 0;
+		if (parse_kv(&n, tok, eq + 1))
+			return -EINVAL;
+	}
+	if (!n.line_rate || n.min_rate > n.line_rate || n.g_shift < 1 ||
+	    n.g_shift > 16 || !n.alpha_period_ns || !n.rate_period_ns)
+		return -EINVAL;
+	*p = n;
+	return 0;
+}

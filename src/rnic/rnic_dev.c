@@ -1,0 +1,270 @@
+/* rnic_dev.c — the device: bound to one interface, owns the sockets, the
+ * QP and MR tables, the counters and the progress loop.
+ */
+#include <errno.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include "rnic/rnic_loc.h"
+
+#define RNIC_DEFAULT_NAME "jk0"
+/* Bytes an interface MTU must hold beyond the path MTU: IPv4, UDP, the
+ * largest transport headers, pad and ICRC. */
+#define RNIC_MTU_OVERHEAD (RNIC_IPUDP_LEN + RNIC_MAX_HDR + 3 + RNIC_ICRC_SIZE)
+
+/* Picks the interface: NAME itself, or for "jk0"/NULL the first UP,
+ * non-loopback interface with an IPv4 address. */
+static int find_if(const char *name, char *ifname, uint32_t *ip)
+{
+	struct ifaddrs *ifa, *i;
+	int found = 0;
+
+	if (getifaddrs(&ifa))
+		return -errno;
+	for (i = ifa; i && !found; i = i->ifa_next) {
+		if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET)
+			continue;
+		if (name && strcmp(name, RNIC_DEFAULT_NAME)) {
+			if (strcmp(i->ifa_name, name))
+				continue;
+		} else if ((i->ifa_flags & IFF_LOOPBACK) || !(i->ifa_flags & IFF_UP)) {
+			continue;
+		}
+		snprintf(ifname, IF_NAMESIZE, "%s", i->ifa_name);
+		*ip = ((struct sockaddr_in *)i->ifa_addr)->sin_addr.s_addr;
+		found = 1;
+	}
+	freeifaddrs(ifa);
+	return found ? 0 : -ENODEV;
+}
+
+static int if_info(struct rnic_dev *dev)
+{
+	struct ifreq ifr;
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	int err = 0;
+
+	if (fd < 0)
+		return -errno;
+	memset(&ifr, 0, sizeof(ifr));
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", dev->ifname);
+	if (ioctl(fd, SIOCGIFMTU, &ifr))
+		err = -errno;
+	else
+		dev->netdev_mtu = ifr.ifr_mtu;
+	if (!err && !ioctl(fd, SIOCGIFHWADDR, &ifr))
+		memcpy(dev->mac, ifr.ifr_hwaddr.sa_data, 6);
+	close(fd);
+	return err;
+}
+
+static void make_gids(struct rnic_dev *dev)
+{
+	uint8_t *g = dev->gid[0].raw;
+
+	/* 0: fe80::/64 with the modified EUI-64 of the MAC (as rxe's GID 0) */
+	memset(dev->gid, 0, sizeof(dev->gid));
+	g[0] = 0xfe;
+	g[1] = 0x80;
+	g[8] = dev->mac[0] ^ 2;
+	g[9] = dev->mac[1];
+	g[10] = dev->mac[2];
+	g[11] = 0xff;
+	g[12] = 0xfe;
+	g[13] = dev->mac[3];
+	g[14] = dev->mac[4];
+	g[15] = dev->mac[5];
+	/* 1: ::ffff:a.b.c.d */
+	g = dev->gid[RNIC_GID_INDEX_V4].raw;
+	g[10] = 0xff;
+	g[11] = 0xff;
+	memcpy(g + 12, &dev->ip, 4);
+}
+
+int rnic_open(const char *name, struct rnic_dev **out)
+{
+	struct rnic_dev *dev = calloc(1, sizeof(*dev));
+	const char *env;
+	int err;
+
+	if (!dev)
+		return -ENOMEM;
+	err = find_if(name, dev->ifname, &dev->ip);
+	if (!err)
+		err = if_info(dev);
+	if (err)
+		goto fail;
+	dev->active_mtu = RNIC_MTU_256;
+	for (int m = RNIC_MTU_4096; m > RNIC_MTU_256; m--)
+		if (dev->netdev_mtu >= rnic_mtu_bytes(m) + (int)RNIC_MTU_OVERHEAD) {
+			dev->active_mtu = m;
+			break;
+		}
+	make_gids(dev);
+	dev->window = RNIC_WINDOW_PKTS;
+	env = getenv("JK_RNIC_WINDOW");
+	if (env && atoi(env) >= 8 && atoi(env) <= 4096)
+		dev->window = (uint32_t)atoi(env);
+	rnic_dcqcn_defaults(&dev->dcqcn);
+	env = getenv("JK_RNIC_DCQCN");
+	if (env && rnic_dcqcn_parse(&dev->dcqcn, env)) {
+		err = -EINVAL;
+		goto fail;
+	}
+	env = getenv("JK_RNIC_FAULT");
+	if (env && *env && (err = rnic_fault_open(env, &dev->fault)))
+		goto fail;
+	err = rnic_net_open(dev);
+	if (err)
+		goto fail;
+	*out = dev;
+	return 0;
+fail:
+	if (dev->fault)
+		rnic_fault_close(dev->fault);
+	free(dev);
+	return err;
+}
+
+void rnic_close(struct rnic_dev *dev)
+{
+	if (!dev)
+		return;
+	/* Objects the caller did not destroy: memory only (their PDs and CQs
+	 * may be gone already). */
+	for (int i = 0; i < RNIC_MAX_QP; i++)
+		if (dev->qp[i])
+			rnic_qp_release(dev->qp[i]);
+	for (int i = 0; i < RNIC_MAX_MR; i++)
+		free(dev->mr[i]);
+	rnic_net_close(dev);
+	if (dev->fault)
+		rnic_fault_close(dev->fault);
+	free(dev);
+}
+
+int rnic_query_device(struct rnic_dev *dev, struct rnic_dev_attr *a)
+{
+	memset(a, 0, sizeof(*a));
+	a->ifname = dev->ifname;
+	a->ipv4 = dev->ip;
+	a->netdev_mtu = dev->netdev_mtu;
+	a->active_mtu = dev->active_mtu;
+	a->max_qp = RNIC_MAX_QP;
+	a->max_qp_wr = RNIC_MAX_WR;
+	a->max_sge = RNIC_MAX_SGE;
+	a->max_qp_rd_atom = RNIC_MAX_RD_ATOM;
+	a->max_msg_sz = RNIC_MAX_MSG;
+	return 0;
+}
+
+int rnic_query_gid(struct rnic_dev *dev, int index, union rnic_gid *gid)
+{
+	if (index < 0 || index >= RNIC_GID_TBL_LEN)
+		return -EINVAL;
+	*gid = dev->gid[index];
+	return 0;
+}
+
+static int qp_active(const struct rnic_qp *qp)
+{
+	return qp && (qp->state == RNIC_QPS_RTR || qp->state == RNIC_QPS_RTS);
+}
+
+int rnic_progress(struct rnic_dev *dev, uint64_t now_ns)
+{
+	int n;
+
+	dev->now_ns = now_ns;
+	n = rnic_net_rx(dev, now_ns);
+	for (int i = 0; i < RNIC_MAX_QP; i++) {
+		struct rnic_qp *qp = dev->qp[i];
+
+		if (!qp_active(qp))
+			continue;
+		rnic_comp_timer(qp, now_ns);
+		rnic_dcqcn_tick(&qp->rp, &dev->dcqcn, now_ns);
+		rnic_resp_flush(qp);
+		n += rnic_resp_tx(qp, now_ns, RNIC_QP_BUDGET);
+		n += rnic_req_tx(qp, now_ns, RNIC_QP_BUDGET);
+		rnic_resp_flush(qp);
+	}
+	rnic_tx_flush(dev);
+	return n;
+}
+
+static uint64_t min_u64(uint64_t a, uint64_t b) { return a < b ? a : b; }
+
+uint64_t rnic_next_due(struct rnic_dev *dev, uint64_t now_ns)
+{
+	uint64_t due = UINT64_MAX;
+
+	if (dev->ntx)
+		return now_ns;
+	for (int i = 0; i < RNIC_MAX_QP; i++) {
+		struct rnic_qp *qp = dev->qp[i];
+
+		if (!qp_active(qp))
+			continue;
+		if (qp->resp.ack_pending || qp->resp.nak_pending || qp->resp.cnp_pending)
+			return now_ns;
+		if (qp->comp.deadline)
+			due = min_u64(due, qp->comp.deadline);
+		due = min_u64(due, rnic_dcqcn_next_due(&qp->rp, &dev->dcqcn));
+		if (rnic_resp_has_work(qp) || rnic_req_has_work(qp)) {
+			uint64_t t = rnic_dcqcn_send_due(&qp->rp, &dev->dcqcn, now_ns);
+
+			if (!rnic_resp_has_work(qp) && qp->req.rnr_until > t)
+				t = qp->req.rnr_until;
+			due = min_u64(due, t);
+		}
+	}
+	return due;
+}
+
+int rnic_fd(const struct rnic_dev *dev)
+{
+	return dev->raw_fd;
+}
+
+int rnic_wait(struct rnic_dev *dev, uint64_t now_ns, uint64_t max_ns)
+{
+	uint64_t due = min_u64(rnic_next_due(dev, now_ns), now_ns + max_ns);
+	struct pollfd p = { .fd = dev->raw_fd, .events = POLLIN };
+	struct timespec ts;
+
+	if (due <= now_ns)
+		return 0;
+	ts.tv_sec = (time_t)((due - now_ns) / 1000000000ull);
+	ts.tv_nsec = (long)((due - now_ns) % 1000000000ull);
+	return ppoll(&p, 1, &ts, NULL) < 0 && errno != EINTR ? -errno : 0;
+}
+
+void rnic_get_counters(struct rnic_dev *dev, struct rnic_counters *c)
+{
+	*c = dev->cnt;
+}
+
+void rnic_foreach_counter(const struct rnic_counters *c,
+			  void (*fn)(const char *name, uint64_t value, void *arg),
+			  void *arg)
+{
+#define RNIC_CNT_CALL(name) fn(#name, c->name, arg);
+	RNIC_COUNTERS(RNIC_CNT_CALL)
+#undef RNIC_CNT_CALL
+}
+
+int rnic_set_dcqcn(struct rnic_dev *dev, const struct rnic_dcqcn_params *p)
+{
+	if (!p->line_rate || p->min_rate > p->line_rate || p->g_shift < 1 ||
+	    p->g_shift > 16 || !p->alpha_period_ns || !p->rate_period_ns)
+		return -EINVAL;
+	dev->dcqcn = *p;
+	return 0;
+}

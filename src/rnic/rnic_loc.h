@@ -1,0 +1,275 @@
+/* rnic_loc.h — internal objects of the soft RNIC and the prototypes shared
+ * between its files, grouped by file (as rxe_loc.h).
+ *
+ * Roles, as in Linux rxe: the requester (rnic_req.c) turns send WQEs into
+ * request packets; the responder (rnic_resp.c) executes incoming requests,
+ * acknowledges them and streams read responses; the completer
+ * (rnic_comp.c) consumes ACK/NAK/read responses, completes send WQEs and
+ * drives retransmission.  rnic_net.c moves packets, rnic_qp.c owns the
+ * state machine, rnic_dev.c the device and the progress loop.
+ *
+ * Not thread-safe (see rnic.h).
+ */
+#ifndef JK_RNIC_LOC_H
+#define JK_RNIC_LOC_H
+
+#include <net/if.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+#include "rnic/rnic.h"
+#include "rnic/rnic_dcqcn.h"
+#include "rnic/rnic_hdr.h"
+
+#define RNIC_MAX_QP          256
+#define RNIC_MAX_MR          4096
+#define RNIC_MAX_SGE         16
+#define RNIC_MAX_WR          16384
+#define RNIC_MAX_CQE         (1 << 20)
+#define RNIC_QPN_BASE        0x11
+#define RNIC_MAX_RD_ATOM     16      /* read requests per QP, each way */
+#define RNIC_MAX_MSG         (1u << 31)
+#define RNIC_WINDOW_PKTS     256     /* unacknowledged PSNs per QP (default) */
+#define RNIC_ACKREQ_PKTS     64      /* AckReq at least every N packets (rxe) */
+#define RNIC_READ_CHUNK_PKTS 64      /* response packets per read request we send */
+#define RNIC_QP_BUDGET       32      /* packets per QP per progress call */
+#define RNIC_RX_BATCH        64
+#define RNIC_RX_ROUNDS       4       /* receive batches per progress call */
+#define RNIC_TX_BATCH        64
+#define RNIC_FRAME_MAX       4352    /* IPv4 + UDP + headers + 4096 + pad + ICRC */
+#define RNIC_TX_IOV          (RNIC_MAX_SGE + 3)
+#define RNIC_IPUDP_LEN       (sizeof(struct rnic_ipv4) + sizeof(struct rnic_udp))
+
+struct rnic_pd {
+	struct rnic_dev *dev;
+	int refs;                     /* MRs and QPs using it */
+};
+
+struct rnic_mr {
+	struct rnic_pd *pd;
+	uint8_t *addr;
+	size_t length;
+	int access;                   /* enum rnic_access */
+	uint32_t key;                 /* lkey == rkey: index << 8 | generation */
+};
+
+struct rnic_cq {
+	struct rnic_dev *dev;
+	struct rnic_wc *ring;
+	uint32_t size;                /* entries */
+	uint32_t head, tail;          /* free-running: head = next to fill */
+	int overflow;                 /* completions lost since last poll */
+	int refs;                     /* QPs using it */
+};
+
+/* A send work request as queued, plus its transport state. */
+struct rnic_swqe {
+	uint64_t wr_id;
+	uint8_t opcode;               /* enum rnic_wr_opcode */
+	uint8_t flags;                /* enum rnic_send_flags */
+	uint8_t num_sge;
+	uint8_t status;               /* error found when posted, else SUCCESS */
+	uint32_t imm;
+	uint64_t raddr;
+	uint32_t rkey;
+	uint32_t len;                 /* message length */
+	uint32_t first_psn;           /* assigned when first transmitted */
+	uint32_t last_psn;
+	struct rnic_sge sg[RNIC_MAX_SGE];
+};
+
+struct rnic_rwqe {
+	uint64_t wr_id;
+	uint8_t num_sge;
+	uint8_t status;
+	uint32_t len;                 /* SGL capacity */
+	struct rnic_sge sg[RNIC_MAX_SGE];
+};
+
+/* A read request the responder is answering. */
+struct rnic_rd_res {
+	uint32_t psn;                 /* PSN of the next response packet */
+	uint32_t resid;               /* bytes still to send */
+	uint8_t *addr;                /* next byte to send */
+	uint8_t started;              /* a response packet went out */
+};
+
+struct rnic_qp {
+	struct rnic_dev *dev;
+	struct rnic_pd *pd;
+	struct rnic_cq *scq, *rcq;
+	uint32_t qpn;
+	enum rnic_qp_state state;
+	struct rnic_qp_attr attr;     /* as last modified */
+	struct rnic_qp_cap cap;
+	int sq_sig_all;
+	uint32_t mtu;                 /* path MTU, bytes */
+	uint32_t dip;                 /* peer IPv4, network order */
+	uint64_t timeout_ns;          /* retransmit timeout, 0 = none */
+	uint32_t window;              /* unacknowledged PSNs allowed */
+
+	struct rnic_swqe *sq;
+	uint32_t sq_mask, sq_head, sq_tail;   /* head: next post; tail: oldest */
+	struct rnic_rwqe *rq;
+	uint32_t rq_mask, rq_head, rq_tail;
+
+	struct {                      /* requester */
+		uint32_t idx;         /* SQ index being transmitted */
+		uint32_t sent_idx;    /* one past the last WQE ever started */
+		uint32_t off;         /* its bytes already sent */
+		uint32_t psn;         /* next PSN to send */
+		uint32_t max_psn;     /* one past the highest PSN ever sent */
+		uint32_t noack;       /* packets since the last AckReq */
+		uint32_t rd_out;      /* read requests outstanding */
+		uint64_t rnr_until;   /* RNR back-off: no send before */
+	} req;
+
+	struct {                      /* completer */
+		uint32_t psn;         /* oldest PSN not yet acknowledged */
+		uint64_t deadline;    /* retransmit timer, 0 = idle */
+		int retry_left;
+		int rnr_left;
+		int gbn_armed;        /* went back to gbn_psn, waiting for it */
+		uint32_t gbn_psn;
+	} comp;
+
+	struct {                      /* responder */
+		uint32_t psn;         /* expected PSN */
+		uint32_t msn;
+		uint8_t nak_sent;     /* a sequence NAK is out for psn */
+		uint8_t in_msg;       /* RNIC_SEND / RNIC_WRITE while multi-packet */
+		uint32_t off;         /* bytes placed of the current message */
+		uint8_t *wptr;        /* RDMA WRITE: next byte to write */
+		uint32_t wlen;        /* RDMA WRITE: DMA length from the RETH */
+		uint8_t ack_pending;
+		uint32_t ack_psn;
+		uint8_t nak_pending;
+		uint8_t nak_syn;
+		uint32_t nak_psn;
+		uint8_t cnp_pending;
+		uint64_t last_cnp_ns;
+		struct rnic_rd_res rd[RNIC_MAX_RD_ATOM];
+		uint32_t rd_head, rd_tail;    /* free-running */
+	} resp;
+
+	struct rnic_dcqcn_rp rp;
+	uint64_t cnps_tx;
+	uint64_t tx_bytes;
+	uint64_t retransmits;
+};
+
+/* One outgoing packet in the device's transmit batch. */
+struct rnic_txpkt {
+	uint8_t hdr[RNIC_MAX_HDR];
+	uint8_t tail[8];              /* pad + ICRC */
+	struct iovec iov[RNIC_TX_IOV];
+	struct sockaddr_in dst;
+};
+
+struct rnic_fault;
+
+struct rnic_dev {
+	char ifname[IF_NAMESIZE];
+	uint32_t ip;                  /* network order */
+	uint8_t mac[6];
+	int netdev_mtu;
+	enum rnic_mtu active_mtu;
+	union rnic_gid gid[RNIC_GID_TBL_LEN];
+	int udp_fd;                   /* bound to ip:4791; transmit path */
+	int raw_fd;                   /* raw IPv4/UDP; receive path (see rnic_net.c) */
+
+	struct rnic_qp *qp[RNIC_MAX_QP];
+	struct rnic_mr *mr[RNIC_MAX_MR];
+	uint8_t mr_gen[RNIC_MAX_MR];
+
+	struct rnic_dcqcn_params dcqcn;
+	uint32_t window;
+	uint64_t now_ns;              /* time of the last rnic_progress() */
+	struct rnic_counters cnt;
+	struct rnic_fault *fault;     /* test-only fault hook, usually NULL */
+
+	/* transmit batch */
+	struct rnic_txpkt tx[RNIC_TX_BATCH];
+	struct mmsghdr txm[RNIC_TX_BATCH];
+	int ntx;
+	/* receive batch */
+	uint8_t *rxbuf;
+	struct mmsghdr rxm[RNIC_RX_BATCH];
+	struct iovec rxiov[RNIC_RX_BATCH];
+};
+
+/* rnic_net.c */
+int  rnic_net_open(struct rnic_dev *dev);
+void rnic_net_close(struct rnic_dev *dev);
+int  rnic_net_rx(struct rnic_dev *dev, uint64_t now_ns);
+struct rnic_txpkt *rnic_tx_get(struct rnic_dev *dev);
+/* Completes the packet taken by rnic_tx_get(): headers of hdr_len bytes in
+ * t->hdr, payload in t->iov[1 .. 1+npay) of paylen bytes.  Adds pad and
+ * ICRC and queues it for dip. */
+void rnic_tx_put(struct rnic_dev *dev, struct rnic_txpkt *t, int hdr_len,
+		 int npay, uint32_t paylen, uint32_t dip);
+void rnic_tx_flush(struct rnic_dev *dev);
+
+/* rnic_fault.c */
+int  rnic_fault_open(const char *spec, struct rnic_fault **out);
+void rnic_fault_close(struct rnic_fault *f);
+/* Plans the processing order of a received batch: order[] gets indices
+ * (drops left out, duplicates repeated, neighbours swapped); returns its
+ * length (<= 2 n). */
+int  rnic_fault_plan(struct rnic_fault *f, struct rnic_counters *cnt,
+		     int n, int *order);
+/* May set CE on a received frame (IPv4 header at ip) per the marking knob. */
+void rnic_fault_mark(struct rnic_fault *f, struct rnic_counters *cnt,
+		     uint8_t *ip, uint32_t len, uint64_t now_ns);
+
+/* rnic_recv.c */
+void rnic_rcv(struct rnic_dev *dev, uint8_t *frame, uint32_t len, uint64_t now_ns);
+
+/* rnic_mr.c */
+struct rnic_mr *rnic_mr_lookup(struct rnic_dev *dev, uint32_t key);
+
+/* rnic_cq.c */
+void rnic_cq_push(struct rnic_cq *cq, const struct rnic_wc *wc);
+
+/* rnic_qp.c */
+void rnic_qp_release(struct rnic_qp *qp);
+void rnic_qp_error(struct rnic_qp *qp, enum rnic_wc_status head_status);
+int  rnic_sg_iov(const struct rnic_sge *sg, int n, uint64_t off, uint32_t len,
+		 struct iovec *iov, int max);
+int  rnic_sg_copy_in(const struct rnic_sge *sg, int n, uint64_t off,
+		     const void *src, uint32_t len);
+static inline struct rnic_swqe *sq_wqe(struct rnic_qp *qp, uint32_t i)
+{
+	return &qp->sq[i & qp->sq_mask];
+}
+static inline struct rnic_rwqe *rq_wqe(struct rnic_qp *qp, uint32_t i)
+{
+	return &qp->rq[i & qp->rq_mask];
+}
+static inline uint32_t pkts_for(uint32_t len, uint32_t mtu)
+{
+	return len ? (len + mtu - 1) / mtu : 1;
+}
+
+/* rnic_req.c */
+int  rnic_req_tx(struct rnic_qp *qp, uint64_t now_ns, int budget);
+int  rnic_req_has_work(const struct rnic_qp *qp);
+/* Moves the send position to psn (a go-back-N when retx, else a forward
+ * skip past what was acknowledged). */
+void rnic_req_rewind(struct rnic_qp *qp, uint32_t psn, int retx);
+
+/* rnic_comp.c */
+void rnic_comp_rcv(struct rnic_qp *qp, struct rnic_pkt *pkt, uint64_t now_ns);
+void rnic_comp_timer(struct rnic_qp *qp, uint64_t now_ns);
+void rnic_comp_send_wc(struct rnic_qp *qp, struct rnic_swqe *w,
+		       enum rnic_wc_status status, int force);
+
+/* rnic_resp.c */
+void rnic_resp_rcv(struct rnic_qp *qp, struct rnic_pkt *pkt, uint64_t now_ns);
+void rnic_resp_ce(struct rnic_qp *qp, uint64_t now_ns);
+void rnic_resp_flush(struct rnic_qp *qp);
+int  rnic_resp_tx(struct rnic_qp *qp, uint64_t now_ns, int budget);
+int  rnic_resp_has_work(const struct rnic_qp *qp);
+
+#endif

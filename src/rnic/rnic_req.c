@@ -1,0 +1,224 @@
+/* rnic_req.c — the requester: turns send WQEs into request packets.
+ *
+ * Each WQE gets its PSN range when it starts (first_psn .. last_psn, one
+ * PSN per packet; a READ takes the PSNs of its response packets).  A
+ * message is cut into path-MTU packets; AckReq is set on the last packet
+ * of a message and at least every RNIC_ACKREQ_PKTS packets (as rxe).  The
+ * requester stops when the window of unacknowledged PSNs is full, when
+ * max_rd_atomic reads are outstanding, when DCQCN pacing has no tokens, or
+ * during an RNR back-off.  A READ goes out as requests of at most
+ * RNIC_READ_CHUNK_PKTS response packets (and what the window still
+ * allows), which bounds the responses in flight; the responder sees
+ * ordinary read requests.
+ *
+ * Go-back-N: rnic_req_rewind() moves the send position back to any PSN of
+ * a started WQE; packets are rebuilt from the WQE (same PSNs, same
+ * opcodes, a READ resumes with a new request for its remaining bytes).
+ */
+#include <errno.h>
+
+#include "rnic/rnic_loc.h"
+
+/* [wr opcode][first][last] -> packet opcode */
+static const uint8_t req_op[RNIC_WR_RDMA_READ][2][2] = {
+	[RNIC_WR_RDMA_WRITE] = {
+		{ RC_RDMA_WRITE_MIDDLE, RC_RDMA_WRITE_LAST },
+		{ RC_RDMA_WRITE_FIRST,  RC_RDMA_WRITE_ONLY } },
+	[RNIC_WR_RDMA_WRITE_WITH_IMM] = {
+		{ RC_RDMA_WRITE_MIDDLE, RC_RDMA_WRITE_LAST_WITH_IMMEDIATE },
+		{ RC_RDMA_WRITE_FIRST,  RC_RDMA_WRITE_ONLY_WITH_IMMEDIATE } },
+	[RNIC_WR_SEND] = {
+		{ RC_SEND_MIDDLE, RC_SEND_LAST },
+		{ RC_SEND_FIRST,  RC_SEND_ONLY } },
+	[RNIC_WR_SEND_WITH_IMM] = {
+		{ RC_SEND_MIDDLE, RC_SEND_LAST_WITH_IMMEDIATE },
+		{ RC_SEND_FIRST,  RC_SEND_ONLY_WITH_IMMEDIATE } },
+};
+
+static void start_wqe(struct rnic_qp *qp, struct rnic_swqe *w)
+{
+	w->first_psn = qp->req.psn;
+	w->last_psn = psn_add(qp->req.psn, pkts_for(w->len, qp->mtu) - 1);
+	if (qp->req.idx == qp->req.sent_idx)
+		qp->req.sent_idx++;
+}
+
+static void sent_psns(struct rnic_qp *qp, uint32_t n)
+{
+	qp->req.psn = psn_add(qp->req.psn, n);
+	if (psn_compare(qp->req.psn, qp->req.max_psn) > 0)
+		qp->req.max_psn = qp->req.psn;
+}
+
+static void account(struct rnic_qp *qp, uint32_t bytes, uint32_t payload, uint64_t now_ns)
+{
+	rnic_dcqcn_on_tx(&qp->rp, &qp->dev->dcqcn, bytes, now_ns);
+	qp->tx_bytes += payload;
+}
+
+/* One SEND or RDMA WRITE packet at the current position. */
+static int send_data(struct rnic_qp *qp, struct rnic_swqe *w, uint64_t now_ns)
+{
+	struct rnic_dev *dev = qp->dev;
+	uint32_t off = qp->req.off;
+	uint32_t plen = w->len - off < qp->mtu ? w->len - off : qp->mtu;
+	int first = off == 0, last = off + plen == w->len;
+	struct rnic_hdr_fields f = { 0 };
+	struct rnic_txpkt *t;
+	int hl, npay;
+
+	if (first)
+		start_wqe(qp, w);
+	f.opcode = req_op[w->opcode][first][last];
+	f.qpn = qp->attr.dest_qp_num;
+	f.psn = qp->req.psn;
+	f.pad = (-plen) & 3;
+	f.ackreq = last || ++qp->req.noack >= RNIC_ACKREQ_PKTS;
+	f.se = last && (w->flags & RNIC_SEND_SOLICITED);
+	f.va = w->raddr;
+	f.rkey = w->rkey;
+	f.dma_len = w->len;
+	f.imm = w->imm;
+	if (f.ackreq)
+		qp->req.noack = 0;
+
+	t = rnic_tx_get(dev);
+	hl = rnic_hdr_build(t->hdr, &f);
+	npay = rnic_sg_iov(w->sg, w->num_sge, off, plen, &t->iov[1], RNIC_MAX_SGE);
+	if (hl < 0 || npay < 0)
+		return -EINVAL;
+	rnic_tx_put(dev, t, hl, npay, plen, qp->dip);
+	account(qp, (uint32_t)hl + plen, plen, now_ns);
+
+	sent_psns(qp, 1);
+	qp->req.off += plen;
+	if (last) {
+		qp->req.idx++;
+		qp->req.off = 0;
+	}
+	return 0;
+}
+
+/* One RDMA READ request for the next chunk of the current WQE. */
+static int send_read(struct rnic_qp *qp, struct rnic_swqe *w, uint64_t now_ns)
+{
+	struct rnic_dev *dev = qp->dev;
+	uint32_t off = qp->req.off, resid = w->len - off;
+	uint32_t inflight = psn_diff(qp->req.psn, qp->comp.psn);
+	uint32_t room = qp->window > inflight ? qp->window - inflight : 1;
+	uint32_t maxpk = room < RNIC_READ_CHUNK_PKTS ? room : RNIC_READ_CHUNK_PKTS;
+	uint64_t maxb = (uint64_t)maxpk * qp->mtu;
+	uint32_t chunk = resid < maxb ? resid : (uint32_t)maxb;
+	struct rnic_hdr_fields f = { 0 };
+	struct rnic_txpkt *t;
+	int hl;
+
+	if (off == 0)
+		start_wqe(qp, w);
+	f.opcode = RC_RDMA_READ_REQUEST;
+	f.qpn = qp->attr.dest_qp_num;
+	f.psn = qp->req.psn;
+	f.ackreq = 1;
+	f.va = w->raddr + off;
+	f.rkey = w->rkey;
+	f.dma_len = chunk;
+
+	t = rnic_tx_get(dev);
+	hl = rnic_hdr_build(t->hdr, &f);
+	if (hl < 0)
+		return -EINVAL;
+	rnic_tx_put(dev, t, hl, 0, 0, qp->dip);
+	account(qp, (uint32_t)hl, 0, now_ns);
+
+	sent_psns(qp, pkts_for(chunk, qp->mtu));
+	qp->req.noack = 0;
+	qp->req.rd_out++;
+	qp->req.off += chunk;
+	if (qp->req.off == w->len) {
+		qp->req.idx++;
+		qp->req.off = 0;
+	}
+	return 0;
+}
+
+int rnic_req_has_work(const struct rnic_qp *qp)
+{
+	const struct rnic_swqe *w;
+
+	if (qp->state != RNIC_QPS_RTS || qp->req.idx == qp->sq_head)
+		return 0;
+	if (psn_diff(qp->req.psn, qp->comp.psn) >= qp->window)
+		return 0;
+	w = &qp->sq[qp->req.idx & qp->sq_mask];
+	return w->opcode != RNIC_WR_RDMA_READ || qp->req.rd_out < qp->attr.max_rd_atomic;
+}
+
+int rnic_req_tx(struct rnic_qp *qp, uint64_t now_ns, int budget)
+{
+	struct rnic_dev *dev = qp->dev;
+	int sent = 0;
+
+	if (qp->state != RNIC_QPS_RTS)
+		return 0;
+	if (qp->req.rnr_until) {
+		if (now_ns < qp->req.rnr_until)
+			return 0;
+		qp->req.rnr_until = 0;
+	}
+	while (sent < budget && qp->req.idx != qp->sq_head) {
+		struct rnic_swqe *w = sq_wqe(qp, qp->req.idx);
+		int err;
+
+		if (w->status != RNIC_WC_SUCCESS) {
+			/* a bad local key: fails once everything before completed */
+			if (qp->req.idx == qp->sq_tail)
+				rnic_qp_error(qp, (enum rnic_wc_status)w->status);
+			break;
+		}
+		if (psn_diff(qp->req.psn, qp->comp.psn) >= qp->window)
+			break;
+		if ((w->flags & RNIC_SEND_FENCE) && qp->req.off == 0 && qp->req.rd_out)
+			break;
+		if (w->opcode == RNIC_WR_RDMA_READ && qp->req.rd_out >= qp->attr.max_rd_atomic)
+			break;
+		if (!rnic_dcqcn_may_send(&qp->rp, &dev->dcqcn, now_ns))
+			break;
+		err = w->opcode == RNIC_WR_RDMA_READ ? send_read(qp, w, now_ns)
+						      : send_data(qp, w, now_ns);
+		if (err) {
+			rnic_qp_error(qp, RNIC_WC_LOC_QP_OP_ERR);
+			break;
+		}
+		sent++;
+		if (!qp->comp.deadline && qp->timeout_ns)
+			qp->comp.deadline = now_ns + qp->timeout_ns;
+	}
+	return sent;
+}
+
+void rnic_req_rewind(struct rnic_qp *qp, uint32_t psn, int retx)
+{
+	for (uint32_t i = qp->sq_tail; i != qp->req.sent_idx; i++) {
+		struct rnic_swqe *w = sq_wqe(qp, i);
+
+		if (psn_compare(psn, w->first_psn) < 0 || psn_compare(psn, w->last_psn) > 0)
+			continue;
+		qp->req.idx = i;
+		qp->req.off = psn_diff(psn, w->first_psn) * qp->mtu;
+		if (qp->req.off > w->len)
+			qp->req.off = w->len;
+		goto found;
+	}
+	if (psn != qp->req.max_psn)
+		return;                 /* not a PSN we sent */
+	qp->req.idx = qp->req.sent_idx;
+	qp->req.off = 0;
+found:
+	qp->req.psn = psn;
+	qp->req.noack = 0;
+	if (retx) {
+		qp->req.rd_out = 0;
+		qp->retransmits++;
+		qp->dev->cnt.retransmits++;
+	}
+}

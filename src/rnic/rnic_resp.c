@@ -1,0 +1,384 @@
+/* rnic_resp.c — the responder: executes requests in PSN order, answers
+ * with coalesced ACKs, NAKs and read responses, and is DCQCN's
+ * notification point.
+ *
+ *   psn == expected   execute; AckReq marks an ACK pending (one ACK per
+ *                     receive batch covers them all)
+ *   psn >  expected   drop; one NAK-sequence-error per gap
+ *   psn <  expected   duplicate: a SEND/WRITE is acknowledged again; a
+ *                     READ is executed again from its PSN (responses
+ *                     re-sent), superseding queued responses
+ *   SEND / WRITE_IMM without a receive WQE: RNR NAK, nothing consumed
+ *   bad rkey, bounds or access: NAK remote access error, QP to ERR
+ *   bad opcode sequence or length: NAK invalid request, QP to ERR
+ *
+ * Responses leave in PSN order: ACKs and NAKs wait while read responses
+ * are queued (the first response of a READ acknowledges what precedes it).
+ * CE on a received data packet: at most one CNP per QP per cnp_interval.
+ */
+#include <string.h>
+
+#include "rnic/rnic_loc.h"
+
+static void send_ctrl(struct rnic_qp *qp, uint8_t opcode, uint8_t syn, uint32_t psn)
+{
+	struct rnic_dev *dev = qp->dev;
+	struct rnic_hdr_fields f = {
+		.opcode = opcode,
+		.qpn = qp->attr.dest_qp_num,
+		.psn = psn,
+		.syndrome = syn,
+		.msn = qp->resp.msn,
+		.becn = opcode == RNIC_CNP,
+	};
+	struct rnic_txpkt *t = rnic_tx_get(dev);
+	int hl = rnic_hdr_build(t->hdr, &f);
+
+	rnic_tx_put(dev, t, hl, 0, 0, qp->dip);
+}
+
+static void nak(struct rnic_qp *qp, uint8_t syn, uint32_t psn)
+{
+	qp->resp.nak_pending = 1;
+	qp->resp.nak_syn = syn;
+	qp->resp.nak_psn = psn;
+}
+
+/* A fatal request error: NAK now, then the QP goes to ERR. */
+static void fatal(struct rnic_qp *qp, uint8_t code, uint32_t psn)
+{
+	qp->dev->cnt.naks_err_tx++;
+	send_ctrl(qp, RC_ACKNOWLEDGE, AETH_NAK | code, psn);
+	rnic_qp_error(qp, RNIC_WC_WR_FLUSH_ERR);
+}
+
+static void recv_wc(struct rnic_qp *qp, struct rnic_rwqe *w, enum rnic_wc_status st,
+		    enum rnic_wc_opcode op, uint32_t len, const struct rnic_pkt *pkt)
+{
+	struct rnic_wc wc = {
+		.wr_id = w->wr_id,
+		.status = st,
+		.opcode = op,
+		.byte_len = len,
+		.qp_num = qp->qpn,
+		.src_qp = qp->attr.dest_qp_num,
+	};
+
+	if (pkt && (pkt->mask & RNIC_IMMDT)) {
+		wc.imm_data = pkt_imm(pkt);
+		wc.wc_flags |= RNIC_WC_WITH_IMM;
+	}
+	rnic_cq_push(qp->rcq, &wc);
+	qp->rq_tail++;
+}
+
+/* Resolves [va, va+len) through rkey for the access acc; NULL if denied.
+ * A zero-length access needs no key. */
+static int rkey_ok(struct rnic_qp *qp, uint64_t va, uint32_t rkey, uint32_t len,
+		   int acc, uint8_t **ptr)
+{
+	struct rnic_mr *mr;
+	uint64_t start;
+
+	*ptr = NULL;
+	if (!len)
+		return 1;
+	mr = rnic_mr_lookup(qp->dev, rkey);
+	if (!mr || mr->pd != qp->pd || !(mr->access & acc) ||
+	    !(qp->attr.qp_access_flags & acc))
+		return 0;
+	start = (uint64_t)(uintptr_t)mr->addr;
+	if (va < start || va + len < va || va + len > start + mr->length)
+		return 0;
+	*ptr = mr->addr + (va - start);
+	return 1;
+}
+
+static void accepted(struct rnic_qp *qp, const struct rnic_pkt *pkt)
+{
+	qp->resp.psn = psn_add(pkt->psn, 1);
+	qp->resp.nak_sent = 0;
+	if (pkt->ackreq) {
+		qp->resp.ack_pending = 1;
+		qp->resp.ack_psn = pkt->psn;
+	}
+}
+
+static int rq_empty(const struct rnic_qp *qp)
+{
+	return qp->rq_tail == qp->rq_head;
+}
+
+static void rnr(struct rnic_qp *qp, const struct rnic_pkt *pkt)
+{
+	qp->dev->cnt.drop_rnr++;
+	qp->dev->cnt.rnr_naks_tx++;
+	nak(qp, AETH_RNR_NAK | (qp->attr.min_rnr_timer & AETH_CODE_MASK), pkt->psn);
+}
+
+/* Payload length rules: every packet but the last of a message is full. */
+static int len_ok(const struct rnic_qp *qp, const struct rnic_pkt *pkt)
+{
+	if (pkt->mask & RNIC_LAST)
+		return pkt->payload_len <= qp->mtu;
+	return pkt->payload_len == qp->mtu;
+}
+
+static void do_send(struct rnic_qp *qp, struct rnic_pkt *pkt)
+{
+	struct rnic_rwqe *w;
+
+	if (pkt->mask & RNIC_RWR) {
+		if (rq_empty(qp)) {
+			rnr(qp, pkt);
+			return;
+		}
+		qp->resp.off = 0;
+	}
+	w = rq_wqe(qp, qp->rq_tail);
+	if (!len_ok(qp, pkt)) {
+		qp->dev->cnt.drop_bad_len++;
+		fatal(qp, AETH_NAK_INV_REQ, pkt->psn);
+		return;
+	}
+	if (w->status != RNIC_WC_SUCCESS ||
+	    rnic_sg_copy_in(w->sg, w->num_sge, qp->resp.off, pkt->payload, pkt->payload_len)) {
+		recv_wc(qp, w, w->status != RNIC_WC_SUCCESS ? (enum rnic_wc_status)w->status
+							    : RNIC_WC_LOC_LEN_ERR,
+			RNIC_WC_RECV, qp->resp.off, NULL);
+		fatal(qp, w->status != RNIC_WC_SUCCESS ? AETH_NAK_REM_OP : AETH_NAK_INV_REQ,
+		      pkt->psn);
+		return;
+	}
+	qp->resp.off += pkt->payload_len;
+	if (pkt->mask & RNIC_LAST) {
+		recv_wc(qp, w, RNIC_WC_SUCCESS, RNIC_WC_RECV, qp->resp.off, pkt);
+		qp->resp.in_msg = 0;
+		qp->resp.msn++;
+	} else {
+		qp->resp.in_msg = RNIC_SEND;
+	}
+	accepted(qp, pkt);
+}
+
+static void do_write(struct rnic_qp *qp, struct rnic_pkt *pkt)
+{
+	if ((pkt->mask & RNIC_RWR) && rq_empty(qp)) {
+		rnr(qp, pkt);
+		return;
+	}
+	if (pkt->mask & RNIC_FIRST) {
+		const struct rnic_reth *r = pkt_reth(pkt);
+
+		qp->resp.wlen = rn_get32(r->len);
+		if (!rkey_ok(qp, rn_get64(r->va), rn_get32(r->rkey), qp->resp.wlen,
+			     RNIC_ACCESS_REMOTE_WRITE, &qp->resp.wptr)) {
+			fatal(qp, AETH_NAK_REM_ACC, pkt->psn);
+			return;
+		}
+		qp->resp.off = 0;
+	}
+	if (!len_ok(qp, pkt) || qp->resp.off + pkt->payload_len > qp->resp.wlen ||
+	    ((pkt->mask & RNIC_LAST) && qp->resp.off + pkt->payload_len != qp->resp.wlen)) {
+		qp->dev->cnt.drop_bad_len++;
+		fatal(qp, AETH_NAK_INV_REQ, pkt->psn);
+		return;
+	}
+	if (pkt->payload_len)
+		memcpy(qp->resp.wptr + qp->resp.off, pkt->payload, pkt->payload_len);
+	qp->resp.off += pkt->payload_len;
+	if (pkt->mask & RNIC_LAST) {
+		qp->resp.in_msg = 0;
+		qp->resp.msn++;
+		if (pkt->mask & RNIC_IMMDT)
+			recv_wc(qp, rq_wqe(qp, qp->rq_tail), RNIC_WC_SUCCESS,
+				RNIC_WC_RECV_RDMA_WITH_IMM, qp->resp.wlen, pkt);
+	} else {
+		qp->resp.in_msg = RNIC_WRITE;
+	}
+	accepted(qp, pkt);
+}
+
+static uint32_t rd_queued(const struct rnic_qp *qp)
+{
+	return qp->resp.rd_head - qp->resp.rd_tail;
+}
+
+static void rd_push(struct rnic_qp *qp, uint32_t psn, uint8_t *addr, uint32_t len)
+{
+	struct rnic_rd_res *r = &qp->resp.rd[qp->resp.rd_head % RNIC_MAX_RD_ATOM];
+
+	r->psn = psn;
+	r->addr = addr;
+	r->resid = len;
+	r->started = 0;
+	qp->resp.rd_head++;
+}
+
+static void do_read(struct rnic_qp *qp, struct rnic_pkt *pkt)
+{
+	const struct rnic_reth *r = pkt_reth(pkt);
+	uint32_t len = rn_get32(r->len);
+	uint8_t *ptr;
+
+	if (!rkey_ok(qp, rn_get64(r->va), rn_get32(r->rkey), len,
+		     RNIC_ACCESS_REMOTE_READ, &ptr)) {
+		fatal(qp, AETH_NAK_REM_ACC, pkt->psn);
+		return;
+	}
+	if (rd_queued(qp) >= RNIC_MAX_RD_ATOM) {
+		qp->dev->cnt.drop_rd_full++;   /* the requester retries */
+		return;
+	}
+	rd_push(qp, pkt->psn, ptr, len);
+	qp->resp.psn = psn_add(pkt->psn, pkts_for(len, qp->mtu));
+	qp->resp.nak_sent = 0;
+	qp->resp.msn++;
+}
+
+static void duplicate(struct rnic_qp *qp, struct rnic_pkt *pkt)
+{
+	struct rnic_dev *dev = qp->dev;
+
+	dev->cnt.drop_duplicate++;
+	if (pkt->mask & RNIC_READ) {
+		const struct rnic_reth *r = pkt_reth(pkt);
+		uint32_t len = rn_get32(r->len);
+		uint8_t *ptr;
+
+		/* must end before what we expect next */
+		if (psn_compare(psn_add(pkt->psn, pkts_for(len, qp->mtu) - 1), qp->resp.psn) >= 0 ||
+		    !rkey_ok(qp, rn_get64(r->va), rn_get32(r->rkey), len,
+			     RNIC_ACCESS_REMOTE_READ, &ptr))
+			return;
+		/* The requester went back to this PSN: it has every response
+		 * before it and will ask again for every one after it. */
+		qp->resp.rd_tail = qp->resp.rd_head;
+		rd_push(qp, pkt->psn, ptr, len);
+		dev->cnt.read_replays++;
+		return;
+	}
+	dev->cnt.dup_acked++;
+	qp->resp.ack_pending = 1;
+	qp->resp.ack_psn = psn_add(qp->resp.psn, BTH_PSN_MASK);
+}
+
+void rnic_resp_rcv(struct rnic_qp *qp, struct rnic_pkt *pkt, uint64_t now_ns)
+{
+	struct rnic_dev *dev = qp->dev;
+	int32_t d = psn_compare(pkt->psn, qp->resp.psn);
+	uint32_t m = pkt->mask;
+
+	if (d > 0) {
+		dev->cnt.drop_out_of_seq++;
+		if (!qp->resp.nak_sent) {
+			qp->resp.nak_sent = 1;
+			dev->cnt.naks_seq_tx++;
+			nak(qp, AETH_NAK | AETH_NAK_PSN_SEQ, qp->resp.psn);
+		}
+		return;
+	}
+	if (d < 0) {
+		duplicate(qp, pkt);
+		return;
+	}
+	/* opcode sequence: a multi-packet message continues with its own kind */
+	if (qp->resp.in_msg ? !(m & qp->resp.in_msg) || (m & RNIC_FIRST)
+			    : !(m & RNIC_FIRST)) {
+		fatal(qp, AETH_NAK_INV_REQ, pkt->psn);
+		return;
+	}
+	if (m & RNIC_SEND)
+		do_send(qp, pkt);
+	else if (m & RNIC_WRITE)
+		do_write(qp, pkt);
+	else
+		do_read(qp, pkt);
+}
+
+void rnic_resp_ce(struct rnic_qp *qp, uint64_t now_ns)
+{
+	if (rnic_dcqcn_np_should_send(&qp->resp.last_cnp_ns, &qp->dev->dcqcn, now_ns))
+		qp->resp.cnp_pending = 1;
+}
+
+void rnic_resp_flush(struct rnic_qp *qp)
+{
+	struct rnic_dev *dev = qp->dev;
+
+	if (qp->state != RNIC_QPS_RTR && qp->state != RNIC_QPS_RTS)
+		return;
+	if (qp->resp.cnp_pending) {
+		qp->resp.cnp_pending = 0;
+		qp->cnps_tx++;
+		dev->cnt.cnps_tx++;
+		send_ctrl(qp, RNIC_CNP, 0, 0);
+	}
+	if (rd_queued(qp))
+		return;                 /* responses first, in PSN order */
+	if (qp->resp.nak_pending) {
+		uint8_t syn = qp->resp.nak_syn;
+
+		qp->resp.nak_pending = 0;
+		/* a sequence NAK is stale once the gap filled */
+		if ((syn & AETH_TYPE_MASK) == AETH_NAK && qp->resp.nak_psn != qp->resp.psn)
+			goto ack;
+		qp->resp.ack_pending = 0;
+		send_ctrl(qp, RC_ACKNOWLEDGE, syn, qp->resp.nak_psn);
+		return;
+	}
+ack:
+	if (qp->resp.ack_pending) {
+		qp->resp.ack_pending = 0;
+		dev->cnt.acks_tx++;
+		send_ctrl(qp, RC_ACKNOWLEDGE, AETH_ACK | AETH_ACK_UNLIMITED, qp->resp.ack_psn);
+	}
+}
+
+int rnic_resp_has_work(const struct rnic_qp *qp)
+{
+	return qp->resp.rd_head != qp->resp.rd_tail;
+}
+
+int rnic_resp_tx(struct rnic_qp *qp, uint64_t now_ns, int budget)
+{
+	struct rnic_dev *dev = qp->dev;
+	int sent = 0;
+
+	while (sent < budget && rd_queued(qp) &&
+	       rnic_dcqcn_may_send(&qp->rp, &dev->dcqcn, now_ns)) {
+		struct rnic_rd_res *r = &qp->resp.rd[qp->resp.rd_tail % RNIC_MAX_RD_ATOM];
+		uint32_t plen = r->resid < qp->mtu ? r->resid : qp->mtu;
+		int first = !r->started, last = plen == r->resid;
+		struct rnic_hdr_fields f = {
+			.qpn = qp->attr.dest_qp_num,
+			.psn = r->psn,
+			.pad = (-plen) & 3,
+			.syndrome = AETH_ACK | AETH_ACK_UNLIMITED,
+			.msn = qp->resp.msn,
+		};
+		struct rnic_txpkt *t;
+		int hl, npay = 0;
+
+		f.opcode = first ? (last ? RC_RDMA_READ_RESPONSE_ONLY : RC_RDMA_READ_RESPONSE_FIRST)
+				 : (last ? RC_RDMA_READ_RESPONSE_LAST : RC_RDMA_READ_RESPONSE_MIDDLE);
+		t = rnic_tx_get(dev);
+		hl = rnic_hdr_build(t->hdr, &f);
+		if (plen) {
+			t->iov[1].iov_base = r->addr;
+			t->iov[1].iov_len = plen;
+			npay = 1;
+		}
+		rnic_tx_put(dev, t, hl, npay, plen, qp->dip);
+		rnic_dcqcn_on_tx(&qp->rp, &dev->dcqcn, (uint32_t)hl + plen, now_ns);
+		qp->tx_bytes += plen;
+		r->psn = psn_add(r->psn, 1);
+		r->addr += plen;
+		r->resid -= plen;
+		r->started = 1;
+		if (last)
+			qp->resp.rd_tail++;
+		sent++;
+	}
+	return sent;
+}
