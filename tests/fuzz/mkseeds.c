@@ -1,0 +1,194 @@
+/* mkseeds.c — writes the seed corpus of a fuzz target, built with the
+ * hand-built frame helpers of the unit tests.
+ *
+ *   mkseeds egress|ingress|parse DIR
+ *
+ * Seeds follow the host of fuzz-env.h: frames from vNIC A, and underlay
+ * packets from C's VTEP to A (prefixed by the VTEP selector and ToS). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "frames.h"
+
+static const uint8_t MAC_A[6] = { 0x02, 0, 0, 0, 0, 0x0a };
+static const uint8_t MAC_B[6] = { 0x02, 0, 0, 0, 0, 0x0b };
+static const uint8_t MAC_C[6] = { 0x02, 0, 0, 0, 0, 0x0c };
+static const uint8_t MAC_BCAST[6] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
+static const uint8_t MAC_ZERO[6];
+
+#define IP_A IP4(192, 168, 1, 1)
+#define IP_B IP4(192, 168, 1, 2)
+#define IP_C IP4(192, 168, 1, 3)
+#define IP_D IP4(192, 168, 1, 4)
+
+static const char *dir;
+static unsigned n_written;
+
+static void put(const char *name, const uint8_t *b, uint32_t len)
+{
+	char path[4096];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/seed-%s", dir, name);
+	f = fopen(path, "wb");
+	if (!f || fwrite(b, 1, len, f) != len || fclose(f) != 0) {
+		fprintf(stderr, "mkseeds: %s: %s\n", path, strerror(errno));
+		exit(1);
+	}
+	n_written++;
+}
+
+static void ip_frame(struct frame *f, const uint8_t *dmac, uint32_t dip, uint8_t proto, uint8_t tos, bool df)
+{
+	fr_init(f);
+	fr_eth(f, dmac, MAC_A, ETH_IPV4);
+	fr_ipv4(f, &(struct ip4){ .src = IP_A, .dst = dip, .proto = proto, .tos = tos, .df = df });
+}
+
+/* Frames vNIC A may send; `from_c` mirrors them as C -> A for ingress. */
+static unsigned frames(struct frame *out, bool from_c)
+{
+	static const uint8_t opts[8] = { 0x01, 0x01, 0x01, 0x01, 0x01, 0x01, 0x01, 0x00 };
+	const uint8_t *smac = from_c ? MAC_C : MAC_A, *dmac = from_c ? MAC_A : MAC_C;
+	uint32_t sip = from_c ? IP_C : IP_A, dip = from_c ? IP_A : IP_C;
+	unsigned n = 0;
+	struct frame *f;
+
+	f = &out[n++];                          /* ARP who-has */
+	fr_init(f);
+	fr_eth(f, MAC_BCAST, smac, ETH_ARP);
+	fr_arp(f, 1, smac, sip, MAC_ZERO, from_c ? IP_A : IP_C);
+	fr_done(f);
+
+	f = &out[n++];                          /* UDP */
+	fr_init(f);
+	fr_eth(f, dmac, smac, ETH_IPV4);
+	fr_ipv4(f, &(struct ip4){ .src = sip, .dst = dip, .proto = PROTO_UDP, .tos = 0x02 });
+	fr_udp(f, 1000, 2000);
+	fr_payload(f, 16, 0x5a);
+	fr_done(f);
+
+	f = &out[n++];                          /* TCP SYN with IPv4 options */
+	fr_init(f);
+	fr_eth(f, dmac, smac, ETH_IPV4);
+	fr_ipv4(f, &(struct ip4){ .src = sip, .dst = dip, .proto = PROTO_TCP, .df = true, .opts = opts,
+				  .optlen = sizeof(opts) });
+	fr_tcp(f, 40000, 22, 6);
+	fr_done(f);
+
+	f = &out[n++];                          /* ICMP echo, padded */
+	fr_init(f);
+	fr_eth(f, dmac, smac, ETH_IPV4);
+	fr_ipv4(f, &(struct ip4){ .src = sip, .dst = dip, .proto = PROTO_ICMP });
+	fr_icmp(f, 8, 0, 1, 1);
+	fr_done(f);
+	fr_pad_to(f, 60);
+
+	for (unsigned i = 0; i < 3; i++) {      /* RoCEv2 RC send, ACK, CNP */
+		static const uint8_t ops[3] = { BTH_RC_SEND_ONLY, BTH_RC_ACK, BTH_CNP };
+
+		f = &out[n++];
+		fr_init(f);
+		fr_eth(f, dmac, smac, ETH_IPV4);
+		fr_ipv4(f, &(struct ip4){ .src = sip, .dst = dip, .proto = PROTO_UDP, .tos = 0x02, .df = true });
+		fr_udp(f, 49152, PORT_ROCE);
+		fr_bth(f, &(struct bth){ .opcode = ops[i], .dqpn = 0x11 + i, .psn = 5, .ackreq = true });
+		fr_payload(f, 8, 0x77);
+		fr_done(f);
+	}
+
+	f = &out[n++];                          /* first fragment */
+	fr_init(f);
+	fr_eth(f, dmac, smac, ETH_IPV4);
+	fr_ipv4(f, &(struct ip4){ .src = sip, .dst = dip, .proto = PROTO_UDP, .mf = true, .id = 9 });
+	fr_udp(f, 1, 2);
+	fr_payload(f, 24, 0);
+	fr_done(f);
+
+	f = &out[n++];                          /* later fragment */
+	fr_init(f);
+	fr_eth(f, dmac, smac, ETH_IPV4);
+	fr_ipv4(f, &(struct ip4){ .src = sip, .dst = dip, .proto = PROTO_UDP, .frag_ofs = 4, .id = 9 });
+	fr_payload(f, 12, 0);
+	fr_done(f);
+
+	if (!from_c) {
+		f = &out[n++];                  /* oversize with DF: frag needed */
+		ip_frame(f, MAC_C, IP_C, PROTO_UDP, 0, true);
+		fr_udp(f, 1, 2);
+		fr_payload(f, 1460, 0x33);
+		fr_done(f);
+
+		f = &out[n++];                  /* to a local vNIC */
+		ip_frame(f, MAC_B, IP_B, PROTO_UDP, 0, false);
+		fr_udp(f, 1, 2);
+		fr_done(f);
+
+		f = &out[n++];                  /* to the other remote VTEP */
+		ip_frame(f, MAC_C, IP_D, PROTO_TCP, 0, true);
+		fr_tcp(f, 1, 2, 5);
+		fr_done(f);
+
+		f = &out[n++];                  /* small datagram, long trailer */
+		ip_frame(f, MAC_C, IP_C, PROTO_UDP, 0, true);
+		fr_udp(f, 1, 2);
+		fr_done(f);
+		fr_payload(f, 1500, 0xee);
+
+		f = &out[n++];                  /* ARP reply to C, long trailer */
+		fr_init(f);
+		fr_eth(f, MAC_C, MAC_A, ETH_ARP);
+		fr_arp(f, 2, MAC_A, IP_A, MAC_C, IP_C);
+		fr_payload(f, 1500, 0xee);
+	}
+	return n;
+}
+
+int main(int argc, char **argv)
+{
+	static struct frame fr[16], pkt;
+	char name[32];
+	unsigned n;
+
+	if (argc != 3) {
+		fprintf(stderr, "usage: mkseeds egress|ingress|parse DIR\n");
+		return 2;
+	}
+	dir = argv[2];
+	if (strcmp(argv[1], "egress") == 0 || strcmp(argv[1], "parse") == 0) {
+		n = frames(fr, false);
+		for (unsigned i = 0; i < n; i++) {
+			snprintf(name, sizeof(name), "frame%02u", i);
+			put(name, fr[i].b, fr[i].len);
+		}
+	}
+	if (strcmp(argv[1], "ingress") == 0 || strcmp(argv[1], "parse") == 0) {
+		bool outer = strcmp(argv[1], "parse") == 0;
+
+		n = frames(fr, true);
+		for (unsigned i = 0; i < n; i++) {
+			fr_init(&pkt);
+			if (outer) {            /* IPv4/UDP/VxLAN as on the wire */
+				fr_ipv4(&pkt, &(struct ip4){ .src = IP4(10, 0, 0, 2), .dst = IP4(10, 0, 0, 1),
+							     .proto = PROTO_UDP, .df = true });
+				fr_udp(&pkt, 50000, PORT_VXLAN);
+			} else {                /* VTEP selector 0 (C's VTEP), outer ToS */
+				fr_u8(&pkt, 0);
+				fr_u8(&pkt, (uint8_t)(i & 3));
+			}
+			fr_vxlan(&pkt, 0x08, 100);
+			fr_bytes(&pkt, fr[i].b, fr[i].len);
+			if (outer)
+				fr_done(&pkt);
+			snprintf(name, sizeof(name), "vxlan%02u", i);
+			put(name, pkt.b, pkt.len);
+		}
+	}
+	if (n_written == 0) {
+		fprintf(stderr, "mkseeds: unknown target %s\n", argv[1]);
+		return 2;
+	}
+	return 0;
+}

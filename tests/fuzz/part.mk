@@ -1,0 +1,18 @@
+# tests/fuzz — libFuzzer targets, built with clang into build-fuzz/ from the
+# core sources directly (own instrumentation; no $(BUILD) objects).
+# `make fuzz` builds them; tests/fuzz/run-fuzz [SECONDS] builds and runs them.
+FUZZ_DIR     := build-fuzz
+FUZZ_CC      ?= clang
+FUZZ_CFLAGS  := -std=c11 -D_GNU_SOURCE -g -O1 -Wall -Wextra -Wno-unused-parameter -Isrc -Itests/unit \
+                -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+FUZZ_TARGETS := $(patsubst tests/fuzz/fuzz-%.c,$(FUZZ_DIR)/fuzz-%,$(wildcard tests/fuzz/fuzz-*.c))
+
+fuzz: $(FUZZ_TARGETS) $(FUZZ_DIR)/mkseeds
+
+$(FUZZ_DIR)/fuzz-%: tests/fuzz/fuzz-%.c tests/fuzz/fuzz-env.h $(CORE_SRCS) $(wildcard src/core/*.h)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) $< $(CORE_SRCS) -o $@
+
+$(FUZZ_DIR)/mkseeds: tests/fuzz/mkseeds.c tests/unit/frames.c tests/unit/frames.h
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -D_GNU_SOURCE -g -O1 -Wall -Wextra -Werror -Itests/unit tests/fuzz/mkseeds.c tests/unit/frames.c -o $@
