@@ -84,7 +84,7 @@ run_fg() {                     # runs "$@" in the background and waits: a signal
     reap "$pid"
 }
 vm_args() {                    # NS IP SUFFIX: run-vm's network arguments for one VM
-    echo --netns "$1" --tap "${p}t$3" --ip "$2/24" --bridge br0 --bridge-netns "$ns_br"
+    echo --netns "$1" --tap "${p}t$3" --ip "$2/24" --tap-netns "$ns_br" --bridge br0
 }
 
 # serve NAME SERVER_NS SERVER_IP S CLIENT_NS CLIENT_IP C SERVER_CMD CLIENT_CMD REGEX
