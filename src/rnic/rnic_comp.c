@@ -52,15 +52,22 @@ void rnic_comp_send_wc(struct rnic_qp *qp, struct rnic_swqe *w,
 	rnic_cq_push(qp->scq, &wc);
 }
 
+/* Completes the oldest WQE; comp.psn moves past it. */
 static void complete(struct rnic_qp *qp, struct rnic_swqe *w)
 {
 	rnic_comp_send_wc(qp, w, RNIC_WC_SUCCESS, 0);
 	qp->sq_tail++;
-	if ((int32_t)(qp->req.idx - qp->sq_tail) < 0) {
-		/* sending was rewound into it; the caller moves req forward */
-		qp->req.idx = qp->sq_tail;
-		qp->req.off = 0;
-	}
+	if (psn_compare(psn_add(w->last_psn, 1), qp->comp.psn) > 0)
+		qp->comp.psn = psn_add(w->last_psn, 1);
+}
+
+/* After completions: a send position behind what is acknowledged (it had
+ * gone back for a retransmission) skips forward to comp.psn. */
+static void sync_req(struct rnic_qp *qp)
+{
+	if ((int32_t)(qp->req.idx - qp->sq_tail) < 0 ||
+	    psn_compare(qp->comp.psn, qp->req.psn) > 0)
+		rnic_req_rewind(qp, qp->comp.psn, 0);
 }
 
 static int outstanding(const struct rnic_qp *qp)
@@ -83,6 +90,8 @@ static void go_back(struct rnic_qp *qp, uint32_t psn)
 		return;
 	qp->comp.gbn_armed = 1;
 	qp->comp.gbn_psn = psn;
+	rnic_trace(qp->dev, "qp %#x: go back to psn %#x (comp %#x req %#x)\n",
+		   qp->qpn, psn, qp->comp.psn, qp->req.psn);
 	rnic_req_rewind(qp, psn, 1);
 }
 
@@ -100,6 +109,8 @@ static int ack_upto(struct rnic_qp *qp, uint32_t psn, uint64_t now_ns)
 		if (w->opcode == RNIC_WR_RDMA_READ) {
 			if (psn_compare(psn, qp->comp.psn) >= 0) {
 				/* acknowledged past responses we lack: lost */
+				if (moved)
+					progress(qp, now_ns);
 				go_back(qp, qp->comp.psn);
 				return -1;
 			}
@@ -114,8 +125,7 @@ static int ack_upto(struct rnic_qp *qp, uint32_t psn, uint64_t now_ns)
 		qp->comp.psn = psn_add(psn, 1);
 		moved = 1;
 	}
-	if (psn_compare(qp->comp.psn, qp->req.psn) > 0)
-		rnic_req_rewind(qp, qp->comp.psn, 0);
+	sync_req(qp);
 	if (moved)
 		progress(qp, now_ns);
 	return 0;
@@ -149,6 +159,8 @@ static void do_ack(struct rnic_qp *qp, struct rnic_pkt *pkt, uint64_t now_ns)
 		dev->cnt.rnr_naks_rx++;
 		if (!psn_valid(qp, psn, 0) || ack_upto(qp, before, now_ns))
 			return;
+		rnic_trace(dev, "qp %#x: RNR NAK psn %#x timer %u\n", qp->qpn, psn,
+			   syn & AETH_CODE_MASK);
 		if (qp->attr.rnr_retry != 7) {
 			if (qp->comp.rnr_left == 0) {
 				rnic_qp_error(qp, RNIC_WC_RNR_RETRY_EXC_ERR);
@@ -170,6 +182,7 @@ static void do_ack(struct rnic_qp *qp, struct rnic_pkt *pkt, uint64_t now_ns)
 			return;
 		}
 		dev->cnt.naks_err_rx++;
+		rnic_trace(dev, "qp %#x: NAK %#x psn %#x\n", qp->qpn, syn, psn);
 		if (ack_upto(qp, before, now_ns))
 			return;
 		switch (syn & AETH_CODE_MASK) {
@@ -259,8 +272,7 @@ static void do_read_resp(struct rnic_qp *qp, struct rnic_pkt *pkt, uint64_t now_
 		qp->req.rd_out--;
 	if (last_pkt)
 		complete(qp, w);
-	if (psn_compare(qp->comp.psn, qp->req.psn) > 0)
-		rnic_req_rewind(qp, qp->comp.psn, 0);
+	sync_req(qp);
 	progress(qp, now_ns);
 }
 
@@ -286,6 +298,8 @@ void rnic_comp_timer(struct rnic_qp *qp, uint64_t now_ns)
 	}
 	qp->comp.retry_left--;
 	qp->dev->cnt.timeouts++;
+	rnic_trace(qp->dev, "qp %#x: timeout, resend from psn %#x (req %#x max %#x), %d retries left\n",
+		   qp->qpn, qp->comp.psn, qp->req.psn, qp->req.max_psn, qp->comp.retry_left);
 	qp->comp.gbn_armed = 0;
 	rnic_req_rewind(qp, qp->comp.psn, 1);
 	qp->comp.deadline = now_ns + qp->timeout_ns;

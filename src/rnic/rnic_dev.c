@@ -117,6 +117,8 @@ int rnic_open(const char *name, struct rnic_dev **out)
 		err = -EINVAL;
 		goto fail;
 	}
+	env = getenv("JK_RNIC_TRACE");
+	dev->trace = env ? atoi(env) : 0;
 	env = getenv("JK_RNIC_FAULT");
 	if (env && *env && (err = rnic_fault_open(env, &dev->fault)))
 		goto fail;

@@ -14,6 +14,7 @@
 #define JK_RNIC_LOC_H
 
 #include <net/if.h>
+#include <stdio.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -188,6 +189,7 @@ struct rnic_dev {
 	uint64_t now_ns;              /* time of the last rnic_progress() */
 	struct rnic_counters cnt;
 	struct rnic_fault *fault;     /* test-only fault hook, usually NULL */
+	int trace;                    /* JK_RNIC_TRACE: events to stderr */
 
 	/* transmit batch */
 	struct rnic_txpkt tx[RNIC_TX_BATCH];
@@ -198,6 +200,14 @@ struct rnic_dev {
 	struct mmsghdr rxm[RNIC_RX_BATCH];
 	struct iovec rxiov[RNIC_RX_BATCH];
 };
+
+/* Debug trace of state transitions and recovery events (JK_RNIC_TRACE=1);
+ * off by default, never on the per-packet success path. */
+#define rnic_trace(dev, ...)                                                  \
+	do {                                                                  \
+		if ((dev)->trace)                                             \
+			fprintf(stderr, __VA_ARGS__);                         \
+	} while (0)
 
 /* rnic_net.c */
 int  rnic_net_open(struct rnic_dev *dev);

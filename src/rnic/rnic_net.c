@@ -212,6 +212,12 @@ void rnic_tx_put(struct rnic_dev *dev, struct rnic_txpkt *t, int hdr_len,
 	rnic_icrc_put(t->tail + pad, icrc);
 	t->iov[1 + npay].iov_len = pad + RNIC_ICRC_SIZE;
 
+	if (dev->trace > 1) {
+		const struct rnic_opcode_info *op = &rnic_opcode[__bth_opcode(t->hdr)];
+
+		fprintf(stderr, "tx %s qpn %#x psn %#x len %u%s\n", op->name, __bth_qpn(t->hdr),
+			__bth_psn(t->hdr), paylen, __bth_ack(t->hdr) ? " A" : "");
+	}
 	t->dst.sin_family = AF_INET;
 	t->dst.sin_port = htons(RNIC_UDP_PORT);
 	t->dst.sin_addr.s_addr = dip;

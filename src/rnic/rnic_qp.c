@@ -191,6 +191,8 @@ void rnic_qp_error(struct rnic_qp *qp, enum rnic_wc_status head_status)
 
 	if (qp->state == RNIC_QPS_ERR)
 		return;
+	rnic_trace(qp->dev, "qp %#x: %s -> ERR (%s)\n", qp->qpn,
+		   rnic_qp_state_name(qp->state), rnic_wc_status_str(head_status));
 	qp->state = RNIC_QPS_ERR;
 	for (; qp->sq_tail != qp->sq_head; qp->sq_tail++) {
 		rnic_comp_send_wc(qp, sq_wqe(qp, qp->sq_tail), st, 1);
@@ -301,6 +303,8 @@ int rnic_modify_qp(struct rnic_qp *qp, const struct rnic_qp_attr *a, int mask)
 
 	if (next == cur)
 		return 0;
+	rnic_trace(dev, "qp %#x: %s -> %s\n", qp->qpn, rnic_qp_state_name(cur),
+		   rnic_qp_state_name(next));
 	switch (next) {
 	case RNIC_QPS_RESET:
 		qp_reset(qp);

@@ -44,6 +44,9 @@ void rnic_rcv(struct rnic_dev *dev, uint8_t *frame, uint32_t len, uint64_t now_n
 		dev->cnt.drop_bad_icrc++;
 		return;
 	}
+	if (dev->trace > 1)
+		fprintf(stderr, "rx %s qpn %#x psn %#x len %u%s\n", rnic_opcode[pkt.opcode].name,
+			pkt.qpn, pkt.psn, pkt.payload_len, pkt.ackreq ? " A" : "");
 	pkt.ecn = ip->tos & RNIC_ECN_MASK;
 	pkt.saddr = ip->saddr.raw;
 	pkt.daddr = ip->daddr.raw;

@@ -6,10 +6,11 @@
  * of a message and at least every RNIC_ACKREQ_PKTS packets (as rxe).  The
  * requester stops when the window of unacknowledged PSNs is full, when
  * max_rd_atomic reads are outstanding, when DCQCN pacing has no tokens, or
- * during an RNR back-off.  A READ goes out as requests of at most
- * RNIC_READ_CHUNK_PKTS response packets (and what the window still
- * allows), which bounds the responses in flight; the responder sees
- * ordinary read requests.
+ * during an RNR back-off.  A READ goes out as requests of
+ * RNIC_READ_CHUNK_PKTS response packets (at most half the window) at fixed
+ * boundaries, so responses in flight stay within the window and a retried
+ * request ends where the original did; the responder sees ordinary read
+ * requests.
  *
  * Go-back-N: rnic_req_rewind() moves the send position back to any PSN of
  * a started WQE; packets are rebuilt from the WQE (same PSNs, same
@@ -37,6 +38,9 @@ static const uint8_t req_op[RNIC_WR_RDMA_READ][2][2] = {
 
 static void start_wqe(struct rnic_qp *qp, struct rnic_swqe *w)
 {
+	if (qp->req.idx != qp->req.sent_idx && w->first_psn != qp->req.psn)
+		rnic_trace(qp->dev, "qp %#x: BUG wqe %u restarts at psn %#x, was %#x\n",
+			   qp->qpn, qp->req.idx, qp->req.psn, w->first_psn);
 	w->first_psn = qp->req.psn;
 	w->last_psn = psn_add(qp->req.psn, pkts_for(w->len, qp->mtu) - 1);
 	if (qp->req.idx == qp->req.sent_idx)
@@ -99,16 +103,24 @@ static int send_data(struct rnic_qp *qp, struct rnic_swqe *w, uint64_t now_ns)
 	return 0;
 }
 
-/* One RDMA READ request for the next chunk of the current WQE. */
+/* Packets per read request: fixed per QP, so that a retried request
+ * (from any PSN of a chunk) ends where the original one ended. */
+static uint32_t read_chunk_pkts(const struct rnic_qp *qp)
+{
+	uint32_t c = qp->window / 2;
+
+	return c < RNIC_READ_CHUNK_PKTS ? (c ? c : 1) : RNIC_READ_CHUNK_PKTS;
+}
+
+/* One RDMA READ request, from the current position to the end of its
+ * chunk (chunk k covers response packets [k C, (k+1) C) of the WQE). */
 static int send_read(struct rnic_qp *qp, struct rnic_swqe *w, uint64_t now_ns)
 {
 	struct rnic_dev *dev = qp->dev;
-	uint32_t off = qp->req.off, resid = w->len - off;
-	uint32_t inflight = psn_diff(qp->req.psn, qp->comp.psn);
-	uint32_t room = qp->window > inflight ? qp->window - inflight : 1;
-	uint32_t maxpk = room < RNIC_READ_CHUNK_PKTS ? room : RNIC_READ_CHUNK_PKTS;
-	uint64_t maxb = (uint64_t)maxpk * qp->mtu;
-	uint32_t chunk = resid < maxb ? resid : (uint32_t)maxb;
+	uint64_t cbytes = (uint64_t)read_chunk_pkts(qp) * qp->mtu;
+	uint32_t off = qp->req.off;
+	uint64_t end = (off / cbytes + 1) * cbytes;
+	uint32_t chunk = (uint32_t)((end < w->len ? end : w->len) - off);
 	struct rnic_hdr_fields f = { 0 };
 	struct rnic_txpkt *t;
 	int hl;
@@ -141,15 +153,25 @@ static int send_read(struct rnic_qp *qp, struct rnic_swqe *w, uint64_t now_ns)
 	return 0;
 }
 
+/* Room in the window for the next packet (a READ needs its whole chunk). */
+static int window_ok(const struct rnic_qp *qp, const struct rnic_swqe *w)
+{
+	uint32_t inflight = psn_diff(qp->req.psn, qp->comp.psn);
+
+	if (w->opcode != RNIC_WR_RDMA_READ)
+		return inflight < qp->window;
+	return inflight == 0 || inflight + read_chunk_pkts(qp) <= qp->window;
+}
+
 int rnic_req_has_work(const struct rnic_qp *qp)
 {
 	const struct rnic_swqe *w;
 
 	if (qp->state != RNIC_QPS_RTS || qp->req.idx == qp->sq_head)
 		return 0;
-	if (psn_diff(qp->req.psn, qp->comp.psn) >= qp->window)
-		return 0;
 	w = &qp->sq[qp->req.idx & qp->sq_mask];
+	if (!window_ok(qp, w))
+		return 0;
 	return w->opcode != RNIC_WR_RDMA_READ || qp->req.rd_out < qp->attr.max_rd_atomic;
 }
 
@@ -175,7 +197,7 @@ int rnic_req_tx(struct rnic_qp *qp, uint64_t now_ns, int budget)
 				rnic_qp_error(qp, (enum rnic_wc_status)w->status);
 			break;
 		}
-		if (psn_diff(qp->req.psn, qp->comp.psn) >= qp->window)
+		if (!window_ok(qp, w))
 			break;
 		if ((w->flags & RNIC_SEND_FENCE) && qp->req.off == 0 && qp->req.rd_out)
 			break;
@@ -214,6 +236,9 @@ void rnic_req_rewind(struct rnic_qp *qp, uint32_t psn, int retx)
 	qp->req.idx = qp->req.sent_idx;
 	qp->req.off = 0;
 found:
+	rnic_trace(qp->dev, "qp %#x: rewind%s to psn %#x: wqe %u off %u (tail %u sent %u)\n",
+		   qp->qpn, retx ? "" : " forward", psn, qp->req.idx, qp->req.off,
+		   qp->sq_tail, qp->req.sent_idx);
 	qp->req.psn = psn;
 	qp->req.noack = 0;
 	if (retx) {

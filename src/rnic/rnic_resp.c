@@ -45,8 +45,13 @@ static void nak(struct rnic_qp *qp, uint8_t syn, uint32_t psn)
 }
 
 /* A fatal request error: NAK now, then the QP goes to ERR. */
-static void fatal(struct rnic_qp *qp, uint8_t code, uint32_t psn)
+static void fatal(struct rnic_qp *qp, uint8_t code, const struct rnic_pkt *pkt,
+		  const char *why)
 {
+	uint32_t psn = pkt->psn;
+
+	rnic_trace(qp->dev, "qp %#x: %s psn %#x fails (%s), NAK code %u\n", qp->qpn,
+		   rnic_opcode[pkt->opcode].name, psn, why, code);
 	qp->dev->cnt.naks_err_tx++;
 	send_ctrl(qp, RC_ACKNOWLEDGE, AETH_NAK | code, psn);
 	rnic_qp_error(qp, RNIC_WC_WR_FLUSH_ERR);
@@ -112,6 +117,9 @@ static int rq_empty(const struct rnic_qp *qp)
 static void rnr(struct rnic_qp *qp, const struct rnic_pkt *pkt)
 {
 	qp->dev->cnt.drop_rnr++;
+	if (qp->resp.nak_sent)
+		return;
+	qp->resp.nak_sent = 1;        /* what follows is dropped silently */
 	qp->dev->cnt.rnr_naks_tx++;
 	nak(qp, AETH_RNR_NAK | (qp->attr.min_rnr_timer & AETH_CODE_MASK), pkt->psn);
 }
@@ -138,7 +146,7 @@ static void do_send(struct rnic_qp *qp, struct rnic_pkt *pkt)
 	w = rq_wqe(qp, qp->rq_tail);
 	if (!len_ok(qp, pkt)) {
 		qp->dev->cnt.drop_bad_len++;
-		fatal(qp, AETH_NAK_INV_REQ, pkt->psn);
+		fatal(qp, AETH_NAK_INV_REQ, pkt, "length");
 		return;
 	}
 	if (w->status != RNIC_WC_SUCCESS ||
@@ -147,7 +155,7 @@ static void do_send(struct rnic_qp *qp, struct rnic_pkt *pkt)
 							    : RNIC_WC_LOC_LEN_ERR,
 			RNIC_WC_RECV, qp->resp.off, NULL);
 		fatal(qp, w->status != RNIC_WC_SUCCESS ? AETH_NAK_REM_OP : AETH_NAK_INV_REQ,
-		      pkt->psn);
+		      pkt, "receive buffer");
 		return;
 	}
 	qp->resp.off += pkt->payload_len;
@@ -173,7 +181,7 @@ static void do_write(struct rnic_qp *qp, struct rnic_pkt *pkt)
 		qp->resp.wlen = rn_get32(r->len);
 		if (!rkey_ok(qp, rn_get64(r->va), rn_get32(r->rkey), qp->resp.wlen,
 			     RNIC_ACCESS_REMOTE_WRITE, &qp->resp.wptr)) {
-			fatal(qp, AETH_NAK_REM_ACC, pkt->psn);
+			fatal(qp, AETH_NAK_REM_ACC, pkt, "rkey");
 			return;
 		}
 		qp->resp.off = 0;
@@ -181,7 +189,7 @@ static void do_write(struct rnic_qp *qp, struct rnic_pkt *pkt)
 	if (!len_ok(qp, pkt) || qp->resp.off + pkt->payload_len > qp->resp.wlen ||
 	    ((pkt->mask & RNIC_LAST) && qp->resp.off + pkt->payload_len != qp->resp.wlen)) {
 		qp->dev->cnt.drop_bad_len++;
-		fatal(qp, AETH_NAK_INV_REQ, pkt->psn);
+		fatal(qp, AETH_NAK_INV_REQ, pkt, "length");
 		return;
 	}
 	if (pkt->payload_len)
@@ -223,10 +231,11 @@ static void do_read(struct rnic_qp *qp, struct rnic_pkt *pkt)
 
 	if (!rkey_ok(qp, rn_get64(r->va), rn_get32(r->rkey), len,
 		     RNIC_ACCESS_REMOTE_READ, &ptr)) {
-		fatal(qp, AETH_NAK_REM_ACC, pkt->psn);
+		fatal(qp, AETH_NAK_REM_ACC, pkt, "rkey");
 		return;
 	}
 	if (rd_queued(qp) >= RNIC_MAX_RD_ATOM) {
+		rnic_trace(qp->dev, "qp %#x: read psn %#x: no resource\n", qp->qpn, pkt->psn);
 		qp->dev->cnt.drop_rd_full++;   /* the requester retries */
 		return;
 	}
@@ -249,16 +258,36 @@ static void duplicate(struct rnic_qp *qp, struct rnic_pkt *pkt)
 		/* must end before what we expect next */
 		if (psn_compare(psn_add(pkt->psn, pkts_for(len, qp->mtu) - 1), qp->resp.psn) >= 0 ||
 		    !rkey_ok(qp, rn_get64(r->va), rn_get32(r->rkey), len,
-			     RNIC_ACCESS_REMOTE_READ, &ptr))
+			     RNIC_ACCESS_REMOTE_READ, &ptr)) {
+			rnic_trace(dev, "qp %#x: bad duplicate read psn %#x len %u (expect %#x)\n",
+				   qp->qpn, pkt->psn, len, qp->resp.psn);
 			return;
+		}
+		rnic_trace(dev, "qp %#x: duplicate read psn %#x len %u: replay\n",
+			   qp->qpn, pkt->psn, len);
 		/* The requester went back to this PSN: it has every response
-		 * before it and will ask again for every one after it. */
-		qp->resp.rd_tail = qp->resp.rd_head;
+		 * before it and asks again for every one from it on.  Queued
+		 * responses that are not wholly before it go. */
+		while (rd_queued(qp)) {
+			struct rnic_rd_res *n = &qp->resp.rd[(qp->resp.rd_head - 1) % RNIC_MAX_RD_ATOM];
+			uint32_t end = psn_add(n->psn, pkts_for(n->resid, qp->mtu) - 1);
+
+			if (psn_compare(end, pkt->psn) < 0)
+				break;
+			qp->resp.rd_head--;
+		}
+		if (rd_queued(qp) >= RNIC_MAX_RD_ATOM) {
+			rnic_trace(dev, "qp %#x: duplicate read psn %#x: no resource\n", qp->qpn, pkt->psn);
+			dev->cnt.drop_rd_full++;
+			return;
+		}
 		rd_push(qp, pkt->psn, ptr, len);
 		dev->cnt.read_replays++;
 		return;
 	}
 	dev->cnt.dup_acked++;
+	rnic_trace(dev, "qp %#x: duplicate %s psn %#x, ack %#x\n", qp->qpn,
+		   rnic_opcode[pkt->opcode].name, pkt->psn, psn_add(qp->resp.psn, BTH_PSN_MASK));
 	qp->resp.ack_pending = 1;
 	qp->resp.ack_psn = psn_add(qp->resp.psn, BTH_PSN_MASK);
 }
@@ -274,6 +303,8 @@ void rnic_resp_rcv(struct rnic_qp *qp, struct rnic_pkt *pkt, uint64_t now_ns)
 		if (!qp->resp.nak_sent) {
 			qp->resp.nak_sent = 1;
 			dev->cnt.naks_seq_tx++;
+			rnic_trace(dev, "qp %#x: psn %#x out of sequence, NAK %#x\n",
+				   qp->qpn, pkt->psn, qp->resp.psn);
 			nak(qp, AETH_NAK | AETH_NAK_PSN_SEQ, qp->resp.psn);
 		}
 		return;
@@ -285,7 +316,7 @@ void rnic_resp_rcv(struct rnic_qp *qp, struct rnic_pkt *pkt, uint64_t now_ns)
 	/* opcode sequence: a multi-packet message continues with its own kind */
 	if (qp->resp.in_msg ? !(m & qp->resp.in_msg) || (m & RNIC_FIRST)
 			    : !(m & RNIC_FIRST)) {
-		fatal(qp, AETH_NAK_INV_REQ, pkt->psn);
+		fatal(qp, AETH_NAK_INV_REQ, pkt, "opcode sequence");
 		return;
 	}
 	if (m & RNIC_SEND)

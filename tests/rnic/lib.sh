@@ -1,0 +1,96 @@
+# tests/rnic/lib.sh — shared by the soft RNIC scripts (sourced, not run).
+#
+# rn_setup [MTU]  two network namespaces joined by a veth pair:
+#                 $NS1 ($IP1 on $IF1) and $NS2 ($IP2 on $IF2).  Names carry a
+#                 per-run prefix; rn_cleanup (trap EXIT) removes exactly them.
+#                 The root namespace is never touched.
+# rn_wait_port NS PORT [SECONDS]   waits until a TCP port listens in NS.
+# rn_bg NS LOG CMD...              runs CMD in NS in the background; the pid
+#                                  is remembered for rn_cleanup.
+# ok NAME / not_ok NAME / check NAME CMD...   TAP-like result lines.
+
+BUILD=${BUILD:-build-san}
+RN_PREFIX="rn$$"
+NS1="${RN_PREFIX}a"
+NS2="${RN_PREFIX}b"
+IF1="${RN_PREFIX}x"
+IF2="${RN_PREFIX}y"
+IP1=192.168.91.1
+IP2=192.168.91.2
+RN_PIDS=()
+RN_TMP=$(mktemp -d)
+
+rn_cleanup() {
+	local p
+	for p in "${RN_PIDS[@]}"; do
+		kill "$p" 2>/dev/null
+	done
+	for p in "${RN_PIDS[@]}"; do
+		wait "$p" 2>/dev/null
+	done
+	ip netns del "$NS1" 2>/dev/null
+	ip netns del "$NS2" 2>/dev/null
+	rm -rf "$RN_TMP"
+}
+
+rn_need_root() {
+	if [ "$(id -u)" -ne 0 ] || ! ip netns add "${RN_PREFIX}probe" 2>/dev/null; then
+		echo "# needs root and network namespaces; skipped"
+		exit 77
+	fi
+	ip netns del "${RN_PREFIX}probe"
+}
+
+rn_setup() {
+	local mtu=${1:-1500}
+	rn_need_root
+	trap rn_cleanup EXIT
+	ip netns add "$NS1"
+	ip netns add "$NS2"
+	ip link add "$IF1" netns "$NS1" type veth peer name "$IF2" netns "$NS2"
+	ip -n "$NS1" link set "$IF1" mtu "$mtu" up
+	ip -n "$NS2" link set "$IF2" mtu "$mtu" up
+	ip -n "$NS1" link set lo up
+	ip -n "$NS2" link set lo up
+	ip -n "$NS1" addr add "$IP1/24" dev "$IF1"
+	ip -n "$NS2" addr add "$IP2/24" dev "$IF2"
+}
+
+rn_wait_port() {
+	local ns=$1 port=$2 secs=${3:-10}
+	local end=$((SECONDS + secs))
+	while [ $SECONDS -lt $end ]; do
+		if ip netns exec "$ns" ss -Hltn "sport = :$port" 2>/dev/null | grep -q .; then
+			return 0
+		fi
+		sleep 0.05
+	done
+	echo "# port $port in $ns not listening after ${secs}s"
+	return 1
+}
+
+rn_bg() {
+	local ns=$1 log=$2
+	shift 2
+	ip netns exec "$ns" "$@" >"$log" 2>&1 &
+	RN_PIDS+=($!)
+	RN_LAST=$!
+}
+
+# Waits for pid up to SECONDS; returns its status, 124 on timeout (killed).
+rn_wait_pid() {
+	local pid=$1 secs=${2:-60}
+	local end=$((SECONDS + secs))
+	while kill -0 "$pid" 2>/dev/null; do
+		if [ $SECONDS -ge $end ]; then
+			kill "$pid" 2>/dev/null
+			wait "$pid" 2>/dev/null
+			return 124
+		fi
+		sleep 0.05
+	done
+	wait "$pid"
+}
+
+ok() { echo "ok - $*"; }
+not_ok() { echo "not ok - $*"; }
