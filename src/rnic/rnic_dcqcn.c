@@ -61,8 +61,8 @@ static void rate_increase(struct rnic_dcqcn_rp *rp, const struct rnic_dcqcn_para
 
 	if (hi < p->fast_recovery) {
 		/* fast recovery: towards the rate before the cut */
-	} else if (lo >= p->fast_recovery) {
-		rp->rt += (uint64_t)(lo - p->fast_recovery + 1) * p->rate_hai;
+	} else if (lo > p->fast_recovery) {
+		rp->rt += (uint64_t)(lo - p->fast_recovery) * p->rate_hai;
 	} else {
 		rp->rt += p->rate_ai;
 	}

@@ -11,10 +11,10 @@
  *       Rt = Rc;  Rc = max(Rmin, Rc * (1 - alpha/2));  alpha = (1-g)alpha + g
  *       timer, byte counter and both stage counts restart
  *   every alpha_period_ns without a CNP:   alpha = (1-g) alpha
- *   every rate_period_ns (T stage++), every byte_counter bytes sent
- *   (B stage++), an increase event:
+ *   every rate_period_ns (T++), every byte_counter bytes sent (B++), an
+ *   increase event (T and B count events since the last cut):
  *       max(T,B) <  F : fast recovery   Rc = (Rt + Rc) / 2
- *       min(T,B) >= F : hyper increase  Rt += (min(T,B) - F + 1) R_HAI;
+ *       min(T,B) >  F : hyper increase  Rt += (min(T,B) - F) R_HAI;
  *                                       Rc = (Rt + Rc) / 2
  *       otherwise     : additive        Rt += R_AI; Rc = (Rt + Rc) / 2
  *   Rt, Rc never exceed line_rate.

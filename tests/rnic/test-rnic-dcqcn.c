@@ -1,0 +1,243 @@
+/* test-rnic-dcqcn — DCQCN reaction and notification points with driven
+ * time: the rate after CNPs, alpha, and the recovery curve (fast recovery,
+ * additive, hyper increase) by timer and by byte counter; pacing. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "rnic/rnic_dcqcn.h"
+
+#define US 1000ull
+#define G  1000000000ull
+#define M  1000000ull
+
+static struct rnic_dcqcn_params prof(void)
+{
+	struct rnic_dcqcn_params p;
+
+	rnic_dcqcn_defaults(&p);
+	p.line_rate = 10 * G;
+	p.min_rate = 100 * M;
+	p.g_shift = 8;
+	p.alpha_period_ns = 55 * US;
+	p.rate_period_ns = 300 * US;
+	p.byte_counter = 1 << 20;
+	p.fast_recovery = 5;
+	p.rate_ai = 40 * M;
+	p.rate_hai = 200 * M;
+	p.rate_reduce_ns = 50 * US;
+	p.cnp_interval_ns = 50 * US;
+	return p;
+}
+
+static void test_cut_on_cnp(void **state)
+{
+	struct rnic_dcqcn_params p = prof();
+	struct rnic_dcqcn_rp rp;
+	uint64_t t = 1000 * US;
+
+	rnic_dcqcn_rp_init(&rp, &p, t);
+	assert_true(rp.rc == 10 * G && rp.rt == 10 * G);
+	assert_int_equal(rp.alpha, RNIC_ALPHA_ONE);
+
+	rnic_dcqcn_on_cnp(&rp, &p, t);              /* alpha 1: cut by half */
+	assert_true(rp.rc == 5 * G);
+	assert_true(rp.rt == 10 * G);
+	assert_int_equal(rp.alpha, RNIC_ALPHA_ONE);  /* (1-g) 1 + g = 1 */
+
+	rnic_dcqcn_on_cnp(&rp, &p, t + 10 * US);    /* within rate_reduce: no cut */
+	assert_true(rp.rc == 5 * G);
+	assert_int_equal(rp.cnps, 2);
+
+	rnic_dcqcn_on_cnp(&rp, &p, t + 60 * US);
+	assert_true(rp.rt == 5 * G);
+	assert_true(rp.rc == 2500 * M);
+}
+
+static void test_alpha_decays_without_cnp(void **state)
+{
+	struct rnic_dcqcn_params p = prof();
+	struct rnic_dcqcn_rp rp;
+	uint64_t t = 0, a;
+
+	rnic_dcqcn_rp_init(&rp, &p, t);
+	rnic_dcqcn_on_cnp(&rp, &p, t);
+	/* first period had the CNP: no decay at its end */
+	rnic_dcqcn_tick(&rp, &p, t + 55 * US);
+	assert_int_equal(rp.alpha, RNIC_ALPHA_ONE);
+	rnic_dcqcn_tick(&rp, &p, t + 110 * US);
+	a = RNIC_ALPHA_ONE - (RNIC_ALPHA_ONE >> 8);
+	assert_int_equal(rp.alpha, a);
+	rnic_dcqcn_tick(&rp, &p, t + 165 * US);
+	a -= a >> 8;
+	assert_int_equal(rp.alpha, a);
+	/* a cut with a smaller alpha is gentler: Rc (1 - alpha/2) */
+	{
+		uint64_t rc = rp.rc;
+
+		rnic_dcqcn_on_cnp(&rp, &p, t + 170 * US);
+		assert_true(rp.rc == rc - (uint64_t)((unsigned __int128)rc * a / (2 * RNIC_ALPHA_ONE)));
+		assert_true(rp.rc > rc / 2);
+	}
+}
+
+/* After a cut the timer brings the rate back: events 1..F-1 are fast
+ * recovery towards the target (Rc halves its distance to Rt), from F on
+ * additive increase moves the target up by R_AI. */
+static void test_recovery_curve_timer(void **state)
+{
+	struct rnic_dcqcn_params p = prof();
+	struct rnic_dcqcn_rp rp;
+	uint64_t t = 0, rc, rt;
+
+	rnic_dcqcn_rp_init(&rp, &p, t);
+	rnic_dcqcn_on_cnp(&rp, &p, t);
+	t += 100 * US;
+	rnic_dcqcn_on_cnp(&rp, &p, t);
+	rc = 2500 * M;
+	rt = 5 * G;
+	assert_true(rp.rc == rc && rp.rt == rt);
+	for (int stage = 1; stage <= 8; stage++) {
+		rnic_dcqcn_tick(&rp, &p, t + (uint64_t)stage * 300 * US);
+		if (stage >= 5)
+			rt += 40 * M;          /* additive: T >= F, B < F */
+		rc = (rt + rc) / 2;
+		assert_int_equal(rp.t_stage, stage);
+		assert_true(rp.rt == rt);
+		assert_true(rp.rc == rc);
+	}
+	/* concave approach: the first steps are the largest */
+	assert_true(rp.rc > 4900 * M && rp.rc < rp.rt);
+}
+
+/* The byte counter counts the same way; with both counts past F the
+ * target grows by (min(T,B) - F) R_HAI per event. */
+static void test_byte_counter_and_hyper(void **state)
+{
+	struct rnic_dcqcn_params p = prof();
+	struct rnic_dcqcn_rp rp;
+	uint64_t t = 0, rt = 50 * G;
+	int tn = 0;
+
+	p.line_rate = 100 * G;
+	rnic_dcqcn_rp_init(&rp, &p, t);
+	rnic_dcqcn_on_cnp(&rp, &p, t);
+	t += 100 * US;
+	rnic_dcqcn_on_cnp(&rp, &p, t);                  /* rc 25 G, rt 50 G */
+	assert_true(rp.rc == 25 * G && rp.rt == rt);
+	for (int i = 0; i < 5; i++)                     /* B = 1..5 */
+		rnic_dcqcn_on_tx(&rp, &p, 1 << 20, t);
+	assert_int_equal(rp.b_stage, 5);
+	rt += 40 * M;                                   /* only B = 5 was additive */
+	assert_true(rp.rt == rt);
+	for (tn = 1; tn <= 5; tn++)                     /* T = 1..5: additive */
+		rnic_dcqcn_tick(&rp, &p, t + (uint64_t)tn * 300 * US);
+	rt += 5 * 40 * M;
+	assert_true(rp.rt == rt);
+	rnic_dcqcn_on_tx(&rp, &p, 1 << 20, t);          /* B 6, T 5: additive */
+	rt += 40 * M;
+	assert_true(rp.rt == rt);
+	rnic_dcqcn_tick(&rp, &p, t + (uint64_t)tn++ * 300 * US);   /* T 6, B 6: hyper x1 */
+	rt += 200 * M;
+	assert_true(rp.rt == rt);
+	rnic_dcqcn_tick(&rp, &p, t + (uint64_t)tn++ * 300 * US);   /* T 7, B 6: hyper x1 */
+	rt += 200 * M;
+	assert_true(rp.rt == rt);
+	rnic_dcqcn_on_tx(&rp, &p, 1 << 20, t);          /* T 7, B 7: hyper x2 */
+	rt += 2 * 200 * M;
+	assert_true(rp.rt == rt);
+}
+
+static void test_min_rate_and_full_recovery(void **state)
+{
+	struct rnic_dcqcn_params p = prof();
+	struct rnic_dcqcn_rp rp;
+	uint64_t t = 0;
+
+	rnic_dcqcn_rp_init(&rp, &p, t);
+	for (int i = 0; i < 40; i++)
+		rnic_dcqcn_on_cnp(&rp, &p, t + (uint64_t)i * 100 * US);
+	assert_true(rp.rc == p.min_rate);
+	assert_true(rnic_dcqcn_next_due(&rp, &p) != UINT64_MAX);
+	/* long quiet: recovers to line rate and the timers go idle */
+	for (uint64_t now = t + 4000 * US; rp.cut_once && now < 10 * G; now += 300 * US)
+		rnic_dcqcn_tick(&rp, &p, now);
+	assert_true(rp.rc == p.line_rate);
+	assert_true(rnic_dcqcn_next_due(&rp, &p) == UINT64_MAX);
+}
+
+static void test_pacing(void **state)
+{
+	struct rnic_dcqcn_params p = prof();
+	struct rnic_dcqcn_rp rp;
+	uint64_t t = 1 * G, due;
+
+	rnic_dcqcn_rp_init(&rp, &p, t);
+	rnic_dcqcn_on_cnp(&rp, &p, t);
+	for (int i = 1; i < 8; i++)
+		rnic_dcqcn_on_cnp(&rp, &p, t + (uint64_t)i * 60 * US);
+	/* 10G / 2^7 = 78.125 Mbit/s -> clamped to 100 Mbit/s */
+	assert_true(rp.rc == 100 * M);
+	t += 8 * 60 * US;
+	assert_true(rnic_dcqcn_may_send(&rp, &p, t));
+	rnic_dcqcn_on_tx(&rp, &p, 125000, t);         /* 1 Mbit: 10 ms at 100 Mbit/s */
+	assert_false(rnic_dcqcn_may_send(&rp, &p, t));
+	/* the bucket held 16 KiB: 108616 bytes short at 12.5 MB/s = 8.69 ms */
+	assert_int_equal(rp.tokens, 16384 - 125000);
+	due = rnic_dcqcn_send_due(&rp, &p, t);
+	assert_true(due > t + 8680 * US && due < t + 8700 * US);
+	assert_false(rnic_dcqcn_may_send(&rp, &p, due - 500 * US));
+	assert_true(rnic_dcqcn_may_send(&rp, &p, due + 1000));
+	/* disabled: never paced */
+	p.enabled = 0;
+	assert_true(rnic_dcqcn_may_send(&rp, &p, t));
+}
+
+static void test_np_interval(void **state)
+{
+	struct rnic_dcqcn_params p = prof();
+	uint64_t last = 0, t = 5 * G;
+
+	assert_true(rnic_dcqcn_np_should_send(&last, &p, t));
+	assert_false(rnic_dcqcn_np_should_send(&last, &p, t + 1));
+	assert_false(rnic_dcqcn_np_should_send(&last, &p, t + 49 * US));
+	assert_true(rnic_dcqcn_np_should_send(&last, &p, t + 50 * US));
+	assert_false(rnic_dcqcn_np_should_send(&last, &p, t + 60 * US));
+}
+
+static void test_parse(void **state)
+{
+	struct rnic_dcqcn_params p;
+
+	rnic_dcqcn_defaults(&p);
+	assert_int_equal(rnic_dcqcn_parse(&p, "line_rate=25g,min_rate=100m,rate_period=55us,"
+					  "byte_counter=32k,g_shift=4,cnp_interval=4us"), 0);
+	assert_true(p.line_rate == 25 * G && p.min_rate == 100 * M);
+	assert_true(p.rate_period_ns == 55 * US && p.byte_counter == 32768);
+	assert_int_equal(p.g_shift, 4);
+	assert_true(p.cnp_interval_ns == 4 * US);
+	assert_int_equal(rnic_dcqcn_parse(&p, "bogus=1"), -22);
+	assert_int_equal(rnic_dcqcn_parse(&p, "line_rate=fast"), -22);
+	assert_int_equal(rnic_dcqcn_parse(&p, "min_rate=50g"), -22);   /* above line rate */
+	assert_true(p.line_rate == 25 * G);                             /* unchanged on error */
+	assert_int_equal(rnic_dcqcn_parse(&p, "enabled=0"), 0);
+	assert_int_equal(p.enabled, 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_cut_on_cnp),
+		cmocka_unit_test(test_alpha_decays_without_cnp),
+		cmocka_unit_test(test_recovery_curve_timer),
+		cmocka_unit_test(test_byte_counter_and_hyper),
+		cmocka_unit_test(test_min_rate_and_full_recovery),
+		cmocka_unit_test(test_pacing),
+		cmocka_unit_test(test_np_interval),
+		cmocka_unit_test(test_parse),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,468 @@
+/* test-rnic-qp — the QP state machine rules, flushing, and transfers
+ * between two QPs of one device over the loopback interface of a private
+ * network namespace (needs root; skipped otherwise).
+ */
+#include <errno.h>
+#include <net/if.h>
+#include <sched.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "rnic/rnic.h"
+
+#define ALL_ACCESS (RNIC_ACCESS_LOCAL_WRITE | RNIC_ACCESS_REMOTE_WRITE | RNIC_ACCESS_REMOTE_READ)
+#define BUF 65536
+
+struct env {
+	struct rnic_dev *dev;
+	struct rnic_pd *pd;
+	struct rnic_cq *cq;
+	struct rnic_qp *a, *b;
+	struct rnic_mr *ma, *mb;
+	uint8_t *ba, *bb;
+};
+
+static int lo_up(void)
+{
+	struct ifreq ifr;
+	int fd = socket(AF_INET, SOCK_DGRAM, 0), err = 0;
+
+	if (fd < 0)
+		return -errno;
+	memset(&ifr, 0, sizeof(ifr));
+	strcpy(ifr.ifr_name, "lo");
+	if (ioctl(fd, SIOCGIFFLAGS, &ifr))
+		err = -errno;
+	ifr.ifr_flags |= IFF_UP;
+	if (!err && ioctl(fd, SIOCSIFFLAGS, &ifr))
+		err = -errno;
+	close(fd);
+	return err;
+}
+
+static int group_setup(void **state)
+{
+	static int done, ok;
+
+	if (!done) {
+		done = 1;
+		ok = !unshare(CLONE_NEWNET) && !lo_up();
+	}
+	*state = NULL;
+	return ok ? 0 : 0;
+}
+
+static struct rnic_qp *new_qp(struct env *e)
+{
+	struct rnic_qp_init_attr ia = {
+		.send_cq = e->cq, .recv_cq = e->cq,
+		.cap = { .max_send_wr = 64, .max_recv_wr = 64, .max_send_sge = 4, .max_recv_sge = 4 },
+	};
+	struct rnic_qp *qp;
+
+	assert_int_equal(rnic_create_qp(e->pd, &ia, &qp), 0);
+	return qp;
+}
+
+static int setup(void **state)
+{
+	struct env *e = calloc(1, sizeof(*e));
+
+	if (rnic_open("lo", &e->dev)) {
+		free(e);
+		*state = NULL;
+		return 0;
+	}
+	assert_int_equal(rnic_alloc_pd(e->dev, &e->pd), 0);
+	assert_int_equal(rnic_create_cq(e->dev, 1024, &e->cq), 0);
+	e->ba = calloc(1, BUF);
+	e->bb = calloc(1, BUF);
+	assert_int_equal(rnic_reg_mr(e->pd, e->ba, BUF, ALL_ACCESS, &e->ma), 0);
+	assert_int_equal(rnic_reg_mr(e->pd, e->bb, BUF, ALL_ACCESS, &e->mb), 0);
+	e->a = new_qp(e);
+	e->b = new_qp(e);
+	*state = e;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct env *e = *state;
+
+	if (!e)
+		return 0;
+	rnic_destroy_qp(e->a);
+	rnic_destroy_qp(e->b);
+	rnic_dereg_mr(e->ma);
+	rnic_dereg_mr(e->mb);
+	rnic_destroy_cq(e->cq);
+	rnic_dealloc_pd(e->pd);
+	rnic_close(e->dev);
+	free(e->ba);
+	free(e->bb);
+	free(e);
+	return 0;
+}
+
+#define NEED_ENV(e)                                                           \
+	do {                                                                  \
+		if (!(e))                                                     \
+			skip();                                               \
+	} while (0)
+
+static int to_init(struct rnic_qp *qp, int access)
+{
+	struct rnic_qp_attr a = { .qp_state = RNIC_QPS_INIT, .port_num = 1,
+				  .qp_access_flags = access };
+
+	return rnic_modify_qp(qp, &a, RNIC_QP_STATE | RNIC_QP_PKEY_INDEX | RNIC_QP_PORT |
+			      RNIC_QP_ACCESS_FLAGS);
+}
+
+static int to_rtr(struct env *e, struct rnic_qp *qp, uint32_t dqpn, uint32_t rq_psn)
+{
+	struct rnic_qp_attr a = { .qp_state = RNIC_QPS_RTR, .path_mtu = RNIC_MTU_1024,
+				  .dest_qp_num = dqpn, .rq_psn = rq_psn,
+				  .max_dest_rd_atomic = 4, .min_rnr_timer = 1 };
+
+	rnic_query_gid(e->dev, RNIC_GID_INDEX_V4, &a.ah_attr.dgid);
+	return rnic_modify_qp(qp, &a, RNIC_QP_STATE | RNIC_QP_AV | RNIC_QP_PATH_MTU |
+			      RNIC_QP_DEST_QPN | RNIC_QP_RQ_PSN | RNIC_QP_MAX_DEST_RD_ATOMIC |
+			      RNIC_QP_MIN_RNR_TIMER);
+}
+
+static int to_rts(struct rnic_qp *qp, uint32_t sq_psn, uint8_t timeout, uint8_t retry,
+		  uint8_t rnr)
+{
+	struct rnic_qp_attr a = { .qp_state = RNIC_QPS_RTS, .sq_psn = sq_psn, .timeout = timeout,
+				  .retry_cnt = retry, .rnr_retry = rnr, .max_rd_atomic = 4 };
+
+	return rnic_modify_qp(qp, &a, RNIC_QP_STATE | RNIC_QP_SQ_PSN | RNIC_QP_TIMEOUT |
+			      RNIC_QP_RETRY_CNT | RNIC_QP_RNR_RETRY | RNIC_QP_MAX_QP_RD_ATOMIC);
+}
+
+/* a and b connected to each other; b's access flags as given */
+static void connect_pair(struct env *e, int b_access, uint8_t rnr)
+{
+	assert_int_equal(to_init(e->a, ALL_ACCESS), 0);
+	assert_int_equal(to_init(e->b, b_access), 0);
+	assert_int_equal(to_rtr(e, e->a, rnic_qp_num(e->b), 0xfffff0), 0);
+	assert_int_equal(to_rtr(e, e->b, rnic_qp_num(e->a), 0xfffffa), 0);
+	assert_int_equal(to_rts(e->a, 0xfffffa, 10, 7, rnr), 0);
+	assert_int_equal(to_rts(e->b, 0xfffff0, 10, 7, rnr), 0);
+}
+
+/* Runs the device until n completions arrived or 5 s passed. */
+static int pump(struct env *e, struct rnic_wc *wc, int n)
+{
+	uint64_t end = rnic_now_ns() + 5000000000ull;
+	int got = 0;
+
+	while (got < n && rnic_now_ns() < end) {
+		int k;
+
+		rnic_progress(e->dev, rnic_now_ns());
+		k = rnic_poll_cq(e->cq, n - got, wc + got);
+		assert_true(k >= 0);
+		got += k;
+	}
+	return got;
+}
+
+static void post_send(struct rnic_qp *qp, enum rnic_wr_opcode op, void *buf, uint32_t len,
+		      uint32_t lkey, uint64_t raddr, uint32_t rkey, uint64_t id)
+{
+	struct rnic_sge sg = { (uintptr_t)buf, len, lkey };
+	struct rnic_send_wr wr = { .wr_id = id, .sg_list = &sg, .num_sge = 1, .opcode = op,
+				   .send_flags = RNIC_SEND_SIGNALED, .imm_data = 0x1234,
+				   .remote_addr = raddr, .rkey = rkey }, *bad;
+
+	assert_int_equal(rnic_post_send(qp, &wr, &bad), 0);
+}
+
+static void post_recv(struct rnic_qp *qp, void *buf, uint32_t len, uint32_t lkey, uint64_t id)
+{
+	struct rnic_sge sg = { (uintptr_t)buf, len, lkey };
+	struct rnic_recv_wr wr = { .wr_id = id, .sg_list = &sg, .num_sge = 1 }, *bad;
+
+	assert_int_equal(rnic_post_recv(qp, &wr, &bad), 0);
+}
+
+/* ---- state machine -------------------------------------------------------- */
+
+static void test_state_names(void **state)
+{
+	assert_string_equal(rnic_qp_state_name(RNIC_QPS_RESET), "RESET");
+	assert_string_equal(rnic_qp_state_name(RNIC_QPS_INIT), "INIT");
+	assert_string_equal(rnic_qp_state_name(RNIC_QPS_RTR), "RTR");
+	assert_string_equal(rnic_qp_state_name(RNIC_QPS_RTS), "RTS");
+	assert_string_equal(rnic_qp_state_name(RNIC_QPS_ERR), "ERR");
+	assert_string_equal(rnic_qp_state_name(99), "?");
+}
+
+static void test_transitions(void **state)
+{
+	struct env *e = *state;
+	struct rnic_qp_attr a = { 0 };
+
+	NEED_ENV(e);
+	assert_int_equal(rnic_qp_state(e->a), RNIC_QPS_RESET);
+	/* RESET -> RTR is no transition */
+	a.qp_state = RNIC_QPS_RTR;
+	assert_int_equal(rnic_modify_qp(e->a, &a, RNIC_QP_STATE), -EINVAL);
+	/* RESET -> INIT needs pkey index, port and access flags */
+	a.qp_state = RNIC_QPS_INIT;
+	a.port_num = 1;
+	assert_int_equal(rnic_modify_qp(e->a, &a, RNIC_QP_STATE | RNIC_QP_PORT), -EINVAL);
+	assert_int_equal(rnic_qp_state(e->a), RNIC_QPS_RESET);
+	assert_int_equal(to_init(e->a, ALL_ACCESS), 0);
+	assert_int_equal(rnic_qp_state(e->a), RNIC_QPS_INIT);
+	/* INIT -> INIT may change access; INIT -> RTS is no transition */
+	assert_int_equal(to_init(e->a, RNIC_ACCESS_REMOTE_READ), 0);
+	assert_int_equal(to_rts(e->a, 0, 14, 7, 7), -EINVAL);
+	/* INIT -> RTR: a GID that is not IPv4-mapped, a path MTU above the
+	 * device's, a missing attribute */
+	memset(&a, 0, sizeof(a));
+	a.qp_state = RNIC_QPS_RTR;
+	a.path_mtu = RNIC_MTU_1024;
+	a.ah_attr.dgid.raw[0] = 0xfe;
+	a.ah_attr.dgid.raw[1] = 0x80;
+	assert_int_equal(rnic_modify_qp(e->a, &a, RNIC_QP_STATE | RNIC_QP_AV | RNIC_QP_PATH_MTU |
+				       RNIC_QP_DEST_QPN | RNIC_QP_RQ_PSN |
+				       RNIC_QP_MAX_DEST_RD_ATOMIC | RNIC_QP_MIN_RNR_TIMER), -EINVAL);
+	rnic_query_gid(e->dev, RNIC_GID_INDEX_V4, &a.ah_attr.dgid);
+	a.path_mtu = 6;
+	assert_int_equal(rnic_modify_qp(e->a, &a, RNIC_QP_STATE | RNIC_QP_AV | RNIC_QP_PATH_MTU |
+				       RNIC_QP_DEST_QPN | RNIC_QP_RQ_PSN |
+				       RNIC_QP_MAX_DEST_RD_ATOMIC | RNIC_QP_MIN_RNR_TIMER), -EINVAL);
+	a.path_mtu = RNIC_MTU_1024;
+	assert_int_equal(rnic_modify_qp(e->a, &a, RNIC_QP_STATE | RNIC_QP_AV | RNIC_QP_PATH_MTU |
+				       RNIC_QP_DEST_QPN | RNIC_QP_RQ_PSN), -EINVAL);
+	assert_int_equal(rnic_qp_state(e->a), RNIC_QPS_INIT);
+	assert_int_equal(to_rtr(e, e->a, 0x99, 0), 0);
+	/* RTR -> RTS needs the send attributes */
+	memset(&a, 0, sizeof(a));
+	a.qp_state = RNIC_QPS_RTS;
+	assert_int_equal(rnic_modify_qp(e->a, &a, RNIC_QP_STATE | RNIC_QP_SQ_PSN), -EINVAL);
+	assert_int_equal(to_rts(e->a, 0, 14, 8, 7), -EINVAL);          /* retry_cnt > 7 */
+	assert_int_equal(to_rts(e->a, 0, 14, 7, 7), 0);
+	assert_int_equal(rnic_qp_state(e->a), RNIC_QPS_RTS);
+	/* RTS -> RTS may change access flags, not the path MTU */
+	a.qp_access_flags = ALL_ACCESS;
+	assert_int_equal(rnic_modify_qp(e->a, &a, RNIC_QP_ACCESS_FLAGS), 0);
+	a.path_mtu = RNIC_MTU_512;
+	assert_int_equal(rnic_modify_qp(e->a, &a, RNIC_QP_PATH_MTU), -EINVAL);
+	/* RTS -> INIT no; -> ERR yes; ERR -> RTS no; ERR -> RESET yes */
+	assert_int_equal(to_init(e->a, ALL_ACCESS), -EINVAL);
+	a.qp_state = RNIC_QPS_ERR;
+	assert_int_equal(rnic_modify_qp(e->a, &a, RNIC_QP_STATE), 0);
+	assert_int_equal(rnic_qp_state(e->a), RNIC_QPS_ERR);
+	assert_int_equal(to_rts(e->a, 0, 14, 7, 7), -EINVAL);
+	a.qp_state = RNIC_QPS_RESET;
+	assert_int_equal(rnic_modify_qp(e->a, &a, RNIC_QP_STATE), 0);
+	assert_int_equal(rnic_qp_state(e->a), RNIC_QPS_RESET);
+	assert_int_equal(to_init(e->a, ALL_ACCESS), 0);
+}
+
+static void test_post_rules_and_flush(void **state)
+{
+	struct env *e = *state;
+	struct rnic_qp_attr a = { .qp_state = RNIC_QPS_ERR };
+	struct rnic_wc wc[16];
+	struct rnic_sge sg = { (uintptr_t)e->ba, 16, 0 };
+	struct rnic_send_wr swr = { .sg_list = &sg, .num_sge = 1, .opcode = RNIC_WR_SEND }, *sbad;
+	struct rnic_recv_wr rwr = { .sg_list = &sg, .num_sge = 1 }, *rbad;
+	int n, sends = 0, recvs = 0;
+
+	NEED_ENV(e);
+	sg.lkey = rnic_mr_lkey(e->ma);
+	assert_int_equal(rnic_post_recv(e->a, &rwr, &rbad), -EINVAL);    /* RESET */
+	assert_int_equal(to_init(e->a, ALL_ACCESS), 0);
+	assert_int_equal(rnic_post_send(e->a, &swr, &sbad), -EINVAL);    /* INIT */
+	assert_ptr_equal(sbad, &swr);
+	for (int i = 0; i < 3; i++) {
+		rwr.wr_id = 100 + i;
+		assert_int_equal(rnic_post_recv(e->a, &rwr, &rbad), 0);
+	}
+	swr.num_sge = 5;                                                  /* > max_send_sge */
+	assert_int_equal(to_rtr(e, e->a, 0x99, 0), 0);
+	assert_int_equal(to_rts(e->a, 0, 14, 7, 7), 0);
+	assert_int_equal(rnic_post_send(e->a, &swr, &sbad), -EINVAL);
+	swr.num_sge = 1;
+	for (int i = 0; i < 2; i++) {
+		swr.wr_id = 200 + i;
+		assert_int_equal(rnic_post_send(e->a, &swr, &sbad), 0);
+	}
+	/* ERR completes every outstanding WQE with WR_FLUSH_ERR */
+	assert_int_equal(rnic_modify_qp(e->a, &a, RNIC_QP_STATE), 0);
+	n = rnic_poll_cq(e->cq, 16, wc);
+	assert_int_equal(n, 5);
+	for (int i = 0; i < n; i++) {
+		assert_int_equal(wc[i].status, RNIC_WC_WR_FLUSH_ERR);
+		if (wc[i].opcode == RNIC_WC_RECV)
+			recvs++;
+		else
+			sends++;
+	}
+	assert_int_equal(sends, 2);
+	assert_int_equal(recvs, 3);
+	/* posting in ERR: flushed at once */
+	assert_int_equal(rnic_post_send(e->a, &swr, &sbad), 0);
+	assert_int_equal(rnic_poll_cq(e->cq, 16, wc), 1);
+	assert_int_equal(wc[0].status, RNIC_WC_WR_FLUSH_ERR);
+}
+
+/* ---- transfers over loopback ---------------------------------------------- */
+
+static void test_every_op_loopback(void **state)
+{
+	struct env *e = *state;
+	struct rnic_wc wc[8];
+	uint32_t la = rnic_mr_lkey(e->ma), lb = rnic_mr_lkey(e->mb), rb = rnic_mr_rkey(e->mb);
+
+	NEED_ENV(e);
+	connect_pair(e, ALL_ACCESS, 7);
+	for (int i = 0; i < BUF; i++)
+		e->ba[i] = (uint8_t)(i * 13 + 1);
+	/* SEND 5000 (5 packets, PSNs wrap) into b, with immediate */
+	post_recv(e->b, e->bb, 8000, lb, 1);
+	post_send(e->a, RNIC_WR_SEND_WITH_IMM, e->ba, 5000, la, 0, 0, 2);
+	assert_int_equal(pump(e, wc, 2), 2);
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(wc[i].status, RNIC_WC_SUCCESS);
+		if (wc[i].wr_id == 1) {
+			assert_int_equal(wc[i].opcode, RNIC_WC_RECV);
+			assert_int_equal(wc[i].byte_len, 5000);
+			assert_int_equal(wc[i].imm_data, 0x1234);
+			assert_true(wc[i].wc_flags & RNIC_WC_WITH_IMM);
+			assert_int_equal(wc[i].src_qp, rnic_qp_num(e->a));
+		}
+	}
+	assert_memory_equal(e->bb, e->ba, 5000);
+	/* WRITE 3000 at offset 10000, then READ it back into a at 40000 */
+	post_send(e->a, RNIC_WR_RDMA_WRITE, e->ba + 100, 3000, la,
+		  (uintptr_t)e->bb + 10000, rb, 3);
+	post_send(e->a, RNIC_WR_RDMA_READ, e->ba + 40000, 3000, la,
+		  (uintptr_t)e->bb + 10000, rb, 4);
+	assert_int_equal(pump(e, wc, 2), 2);
+	assert_int_equal(wc[0].wr_id, 3);
+	assert_int_equal(wc[0].opcode, RNIC_WC_RDMA_WRITE);
+	assert_int_equal(wc[1].wr_id, 4);
+	assert_int_equal(wc[1].opcode, RNIC_WC_RDMA_READ);
+	assert_int_equal(wc[1].status, RNIC_WC_SUCCESS);
+	assert_memory_equal(e->bb + 10000, e->ba + 100, 3000);
+	assert_memory_equal(e->ba + 40000, e->ba + 100, 3000);
+	/* zero-length SEND, WRITE_WITH_IMM and READ */
+	post_recv(e->b, e->bb, 16, lb, 5);
+	post_recv(e->b, e->bb, 16, lb, 6);
+	post_send(e->a, RNIC_WR_SEND, e->ba, 0, la, 0, 0, 7);
+	post_send(e->a, RNIC_WR_RDMA_WRITE_WITH_IMM, e->ba, 0, la, 0, 0, 8);
+	post_send(e->a, RNIC_WR_RDMA_READ, e->ba, 0, la, 0, 0, 9);
+	assert_int_equal(pump(e, wc, 5), 5);
+	for (int i = 0; i < 5; i++) {
+		assert_int_equal(wc[i].status, RNIC_WC_SUCCESS);
+		if (wc[i].wr_id == 6) {
+			assert_int_equal(wc[i].opcode, RNIC_WC_RECV_RDMA_WITH_IMM);
+			assert_int_equal(wc[i].byte_len, 0);
+		}
+	}
+}
+
+static void test_remote_access_checked(void **state)
+{
+	struct env *e = *state;
+	struct rnic_wc wc[4];
+	struct rnic_counters c;
+
+	NEED_ENV(e);
+	/* b allows remote reads only: a WRITE is refused */
+	connect_pair(e, RNIC_ACCESS_LOCAL_WRITE | RNIC_ACCESS_REMOTE_READ, 7);
+	post_send(e->a, RNIC_WR_RDMA_WRITE, e->ba, 100, rnic_mr_lkey(e->ma),
+		  (uintptr_t)e->bb, rnic_mr_rkey(e->mb), 1);
+	assert_int_equal(pump(e, wc, 1), 1);
+	assert_int_equal(wc[0].status, RNIC_WC_REM_ACCESS_ERR);
+	assert_int_equal(rnic_qp_state(e->a), RNIC_QPS_ERR);
+	rnic_get_counters(e->dev, &c);
+	assert_true(c.naks_err_tx >= 1 && c.naks_err_rx >= 1);
+}
+
+static void test_out_of_bounds_read(void **state)
+{
+	struct env *e = *state;
+	struct rnic_wc wc[4];
+
+	NEED_ENV(e);
+	connect_pair(e, ALL_ACCESS, 7);
+	post_send(e->a, RNIC_WR_RDMA_READ, e->ba, 200, rnic_mr_lkey(e->ma),
+		  (uintptr_t)e->bb + BUF - 100, rnic_mr_rkey(e->mb), 1);
+	assert_int_equal(pump(e, wc, 1), 1);
+	assert_int_equal(wc[0].status, RNIC_WC_REM_ACCESS_ERR);
+}
+
+static void test_bad_lkey(void **state)
+{
+	struct env *e = *state;
+	struct rnic_wc wc[4];
+
+	NEED_ENV(e);
+	connect_pair(e, ALL_ACCESS, 7);
+	post_send(e->a, RNIC_WR_SEND, e->ba, 100, 0x7777, 0, 0, 1);
+	assert_int_equal(pump(e, wc, 1), 1);
+	assert_int_equal(wc[0].status, RNIC_WC_LOC_PROT_ERR);
+}
+
+static void test_rnr_retry_exhausted(void **state)
+{
+	struct env *e = *state;
+	struct rnic_wc wc[4];
+
+	NEED_ENV(e);
+	connect_pair(e, ALL_ACCESS, 0);        /* rnr_retry 0: the first RNR fails */
+	post_send(e->a, RNIC_WR_SEND, e->ba, 100, rnic_mr_lkey(e->ma), 0, 0, 1);
+	assert_int_equal(pump(e, wc, 1), 1);
+	assert_int_equal(wc[0].status, RNIC_WC_RNR_RETRY_EXC_ERR);
+}
+
+static void test_retry_exhausted(void **state)
+{
+	struct env *e = *state;
+	struct rnic_wc wc[4];
+	struct rnic_counters c;
+
+	NEED_ENV(e);
+	/* a talks to a QP that does not exist: nothing is ever acknowledged */
+	assert_int_equal(to_init(e->a, ALL_ACCESS), 0);
+	assert_int_equal(to_rtr(e, e->a, 0xabc, 0), 0);
+	assert_int_equal(to_rts(e->a, 0, 8, 2, 7), 0);      /* 1 ms, 2 retries */
+	post_send(e->a, RNIC_WR_RDMA_WRITE, e->ba, 100, rnic_mr_lkey(e->ma), 0x1000, 1, 1);
+	assert_int_equal(pump(e, wc, 1), 1);
+	assert_int_equal(wc[0].status, RNIC_WC_RETRY_EXC_ERR);
+	rnic_get_counters(e->dev, &c);
+	assert_int_equal(c.timeouts, 2);
+	assert_true(c.drop_unknown_qp >= 3);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_state_names),
+		cmocka_unit_test_setup_teardown(test_transitions, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_post_rules_and_flush, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_every_op_loopback, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_remote_access_checked, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_out_of_bounds_read, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_bad_lkey, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_rnr_retry_exhausted, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_retry_exhausted, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, group_setup, NULL);
+}
