@@ -150,7 +150,11 @@ static void do_ack(struct rnic_qp *qp, struct rnic_pkt *pkt, uint64_t now_ns)
 	case AETH_ACK:
 		dev->cnt.acks_rx++;
 		if (!psn_valid(qp, psn, 0)) {
-			dev->cnt.drop_bad_resp++;
+			/* older than what is acknowledged: stale; else unsent */
+			if (psn_compare(psn, qp->comp.psn) < 0)
+				dev->cnt.drop_duplicate++;
+			else
+				dev->cnt.drop_bad_resp++;
 			return;
 		}
 		ack_upto(qp, psn, now_ns);

@@ -110,6 +110,12 @@ static uint64_t op_size(int k) { return o.sizes[(k / NOPS) % o.nsizes]; }
 static int op_kind(int k) { return k % NOPS; }
 static uint32_t op_imm(int qp, int k) { return 0xa5000000u ^ (uint32_t)qp << 20 ^ (uint32_t)k; }
 
+static void print_counter(const char *name, uint64_t v, void *arg)
+{
+	if (v)
+		printf(" %s=%" PRIu64, name, v);
+}
+
 static void die(const char *what, int err)
 {
 	fprintf(stderr, "rnic_xfer: %s: %s\n", what, strerror(err < 0 ? -err : err));
@@ -535,6 +541,9 @@ int main(int argc, char **argv)
 		       cnt.tx_pkts, cnt.rx_pkts, cnt.retransmits, cnt.timeouts,
 		       cnt.naks_seq_rx + cnt.naks_seq_tx, cnt.rnr_naks_rx + cnt.rnr_naks_tx,
 		       cnt.drop_duplicate, cnt.drop_out_of_seq, cnt.drop_fault);
+		printf("counters:");
+		rnic_foreach_counter(&cnt, print_counter, NULL);
+		printf("\n");
 	}
 	jk_conn_close(&c);
 	rnic_close(dev);
