@@ -67,4 +67,4 @@ clean:
 
 .PHONY: all unit unit-bins test demo clean fuzz
 
--include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
+-include $(shell find $(BUILD) -type f -name '*.d' 2>/dev/null)

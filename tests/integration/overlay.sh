@@ -55,7 +55,7 @@ check "blue: attempts on red's address counted as drops" test "$after" -gt "$bef
 # A capture on red2 while blue1 sends to the address both VPCs use: the
 # first packet it sees must be red1's ping that follows, never blue1's.
 red2_in=$(stat_of h2 'sum(c["packets"] for c in s["vnics"]["red2"]["ingress"].values())')
-lab exec red2 -- timeout 10 tcpdump -n -e -i eth0 -c 1 -w "$WORK/red2.pcap" icmp 2>"$WORK/tcpdump.err" &
+( exec $LAB exec red2 -- timeout 10 tcpdump -n -e -i eth0 -c 1 -w "$WORK/red2.pcap" icmp 2>"$WORK/tcpdump.err" ) &
 cap=$!
 wait_until 5 grep -q "listening on" "$WORK/tcpdump.err"
 lab exec blue1 -- ping -c 5 -i 0.1 -W 1 10.0.0.2 >/dev/null
