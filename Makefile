@@ -54,6 +54,7 @@ unit: $(UNIT_TESTS)
 	@tests/unit/run $(UNIT_TESTS)
 
 test:
+	scripts/install-deps --test
 	$(MAKE) SAN=1 all unit-bins
 	tests/run
 
