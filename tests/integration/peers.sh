@@ -18,10 +18,6 @@ cat > "$WORK/topo.json" <<'JSON'
 JSON
 lab_up "$WORK/topo.json" || { not_ok "lab up"; exit 1; }
 
-( exec $LAB exec h1 -- tcpdump -n -i u0 -s 256 -w "$WORK/underlay.pcap" udp port 4789 2>"$WORK/tcpdump.err" ) &
-cap=$!
-at_exit "kill $cap"
-wait_until 5 grep -q "listening on" "$WORK/tcpdump.err"
 
 for src in blue1 blue3; do
 	check "$src (jakiro) -> kernel vxlan: ping" lab exec $src -- ping -c 3 -i 0.2 -W 2 10.0.0.2
@@ -44,6 +40,14 @@ iperf_check "iperf3 jakiro -> kernel vxlan" blue1 blue2 10.0.0.2
 iperf_check "iperf3 kernel vxlan -> jakiro" blue2 blue1 10.0.0.1
 iperf_check "iperf3 kernel vxlan -> jakiro AF_PACKET" blue2 blue3 10.0.0.3
 
+# Capture the underlay (packet-buffered) while a short TCP exchange and
+# RoCEv2 test frames cross it.
+( exec $LAB exec h1 -- tcpdump -U -n -i u0 -s 256 -w "$WORK/underlay.pcap" udp port 4789 2>"$WORK/tcpdump.err" ) &
+cap=$!
+at_exit "kill $cap"
+wait_until 5 grep -q "listening on" "$WORK/tcpdump.err"
+iperf_server blue2 5202
+lab exec blue1 -- iperf3 -c 10.0.0.2 -p 5202 -n 64K >/dev/null 2>&1
 # RoCEv2 test frames: a UDP/4791 datagram carrying a BTH (RC SEND only,
 # opcode 0x04), a payload and an ICRC placeholder, from blue1 to blue2.
 lab exec blue1 -- python3 - <<'PY'
@@ -54,7 +58,8 @@ for psn in (0x000456, 0x000457):
     bth = struct.pack("!BBHII", 0x04, 0x40, 0xffff, 0x000123, 0x80000000 | psn)
     s.sendto(bth + b"jakiro-roce-test" + b"\0\0\0\0", ("10.0.0.2", 4791))
 PY
-lab exec blue1 -- ping -c 1 -W 2 10.0.0.2 >/dev/null   # a last packet to flush the capture
+roce_seen() { [ -n "$(tshark -r "$WORK/underlay.pcap" -Y 'infiniband.bth.psn == 0x457' 2>/dev/null)" ]; }
+wait_until 10 roce_seen
 kill -INT $cap; wait $cap 2>/dev/null
 
 tcp_frames=$(tshark -r "$WORK/underlay.pcap" -Y 'vxlan && ip && tcp' -T fields -e vxlan.vni 2>/dev/null | sort -u)
@@ -66,3 +71,4 @@ check "tshark: BTH opcode, dest QP and PSN as sent" sh -c "echo '$ib' | grep -q 
 sports=$(tshark -r "$WORK/underlay.pcap" -Y 'ip.src == 172.30.0.1 && vxlan' -T fields -e udp.srcport 2>/dev/null | sort -u | wc -l)
 check "outer UDP source ports vary per flow ($sports seen)" test "$sports" -ge 2
 exit $FAILED
+
