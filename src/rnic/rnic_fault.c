@@ -4,6 +4,8 @@
  *   drop=P       drop a received packet with probability P
  *   dup=P        process it twice
  *   reorder=P    swap it with the packet before it
+ *   corrupt=P    flip a bit of its payload (or last header byte): the
+ *                ICRC check must drop it
  *   ce=RATE      mark CE on received ECT data above RATE (bit/s, k/m/g):
  *                a token bucket at RATE; over it, the probability of a
  *                mark grows linearly with the deficit up to 1 at
@@ -21,7 +23,7 @@
 #define NS_PER_SEC 1000000000ull
 
 struct rnic_fault {
-	double drop, dup, reorder;
+	double drop, dup, reorder, corrupt;
 	uint64_t ce_rate;          /* bit/s, 0 = no marking */
 	int64_t ce_depth;          /* bytes */
 	int64_t tokens;            /* bytes; negative = deficit */
@@ -98,6 +100,8 @@ int rnic_fault_open(const char *spec, struct rnic_fault **out)
 			err = parse_prob(eq, &f->dup);
 		else if (!strcmp(tok, "reorder"))
 			err = parse_prob(eq, &f->reorder);
+		else if (!strcmp(tok, "corrupt"))
+			err = parse_prob(eq, &f->corrupt);
 		else if (!strcmp(tok, "ce"))
 			err = parse_num(eq, &f->ce_rate);
 		else if (!(err = parse_num(eq, &v)) && !strcmp(tok, "ce_depth"))
@@ -151,6 +155,13 @@ void rnic_fault_mark(struct rnic_fault *f, struct rnic_counters *cnt,
 {
 	struct rnic_ipv4 *ip = (struct rnic_ipv4 *)frame;
 	int64_t cap = f->ce_depth;
+
+	if (f->corrupt > 0 && len > RNIC_IPUDP_LEN + sizeof(struct rnic_bth) + RNIC_ICRC_SIZE &&
+	    rnd(f) < f->corrupt) {
+		/* a byte the ICRC covers: just before the ICRC */
+		frame[len - RNIC_ICRC_SIZE - 1] ^= 0x10;
+		cnt->fault_corrupt++;
+	}
 
 	if (!f->ce_rate || len < RNIC_IPUDP_LEN + sizeof(struct rnic_bth))
 		return;

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Soft RNIC under faults: packets dropped, duplicated and reordered on
 # receive (the test-only hook JK_RNIC_FAULT, seeded, in both processes).
-# Every operation completes and the data is verified byte for byte.
+# Every operation completes and the data is verified byte for byte.  A
+# corrupted packet fails its ICRC, is dropped and counted, and retransmitted.
 cd "$(dirname "$0")/../.." || exit 1
 . tests/rnic/lib.sh
 X=$BUILD/tests/rnic/rnic_xfer
@@ -40,3 +41,9 @@ run "drop+dup+reorder 1% each, 2 QPs" drop=0.01,dup=0.01,reorder=0.01 -q 2 "${A[
 run "drop+dup+reorder 1% each, mtu 4096" drop=0.01,dup=0.01,reorder=0.01 "${A[@]}" \
 	-m 4096 -S 0,1,4095,4096,4097,12289,1m
 run "drop 5%, RNR (2 receive WQEs)" drop=0.05 -n 200 -t 8 -r 2 -u 10
+run "corrupt 1% (bad ICRC dropped and counted)" corrupt=0.01 "${A[@]}"
+if grep -q "drop_bad_icrc=[1-9]" "$RN_TMP/$PORT.cli" && grep -q "drop_bad_icrc=[1-9]" "$RN_TMP/$PORT.srv"; then
+	ok "bad ICRC counted on both sides ($(grep -ho 'drop_bad_icrc=[0-9]*' "$RN_TMP/$PORT.cli" "$RN_TMP/$PORT.srv" | tr '\n' ' '))"
+else
+	not_ok "bad ICRC counted on both sides"
+fi
