@@ -17,6 +17,11 @@
 
 #define MS 1000000ull
 
+/* Packet-path helpers the control-plane calls below also use. */
+static void drop(struct jk_dp *dp, struct jk_vnic *v, struct jk_pkt *p, enum jk_drop why);
+static void mark_ce(struct jk_pkt *p);
+static void complete(struct jk_dp *dp, struct jk_vnic *v, enum jk_dir dir, struct jk_pkt *p, uint64_t now_ns);
+
 void jk_dp_params_default(struct jk_dp_params *p, uint32_t vtep)
 {
 	memset(p, 0, sizeof(*p));
@@ -118,6 +123,12 @@ int jk_dp_vnic_add(struct jk_dp *dp, const struct jk_vnic_cfg *cfg, uint16_t *id
 	dp->vnics[slot].in_use = true;
 	dp->vnics[slot].cfg = c;
 	dp->rc_live[slot] = 0;
+	for (int dir = 0; dir < JK_DIR__COUNT; dir++) {
+		struct jk_dhtb_params unlimited;
+
+		jk_dhtb_params_default(&unlimited, 0);
+		jk_dhtb_init(&dp->vnics[slot].dhtb[dir], &unlimited, 0);
+	}
 	*id = (uint16_t)slot;
 	return 0;
 }
@@ -131,8 +142,90 @@ int jk_dp_vnic_del(struct jk_dp *dp, uint16_t id)
 	jk_vlt_del(&dp->vlt, v->cfg.vni, v->cfg.ip);
 	jk_nft_flush_vnic(&dp->nft, id);
 	jk_rcft_flush_vnic(&dp->rcft, id);
+	/* Its queued packets are handed back, dropped, by jk_dp_release(). */
+	for (int dir = 0; dir < JK_DIR__COUNT; dir++) {
+		struct jk_pkt *q[64];
+		unsigned n;
+
+		while ((n = jk_dhtb_flush(&v->dhtb[dir], q, 64)) > 0)
+			for (unsigned i = 0; i < n; i++) {
+				drop(dp, NULL, q[i], JK_DROP_VNIC_DOWN);
+				q[i]->next = dp->orphans;
+				dp->orphans = q[i];
+			}
+	}
 	v->in_use = false;
 	return 0;
+}
+
+int jk_dp_vnic_shape(struct jk_dp *dp, uint16_t id, enum jk_dir dir, const struct jk_dhtb_params *p,
+		     uint64_t now_ns)
+{
+	struct jk_vnic *v = jk_dp_vnic(dp, id);
+
+	if (!v)
+		return -ENOENT;
+	if (dir >= JK_DIR__COUNT)
+		return -EINVAL;
+	jk_dhtb_init(&v->dhtb[dir], p, now_ns);
+	return 0;
+}
+
+unsigned jk_dp_release(struct jk_dp *dp, uint64_t now_ns, struct jk_pkt **out, unsigned max)
+{
+	unsigned n = 0;
+
+	while (dp->orphans && n < max) {
+		struct jk_pkt *p = dp->orphans;
+
+		dp->orphans = p->next;
+		p->next = NULL;
+		dp->held--;
+		out[n++] = p;
+	}
+	for (unsigned id = 0; id < JK_MAX_VNICS && dp->held && n < max; id++) {
+		struct jk_vnic *v = &dp->vnics[id];
+
+		if (!v->in_use)
+			continue;
+		for (int dir = 0; dir < JK_DIR__COUNT && n < max; dir++) {
+			struct jk_pkt *got[JK_DHTB_RELEASE_MAX];
+			unsigned k = max - n < JK_DHTB_RELEASE_MAX ? max - n : JK_DHTB_RELEASE_MAX;
+
+			k = jk_dhtb_release(&v->dhtb[dir], now_ns, got, k);
+			for (unsigned i = 0; i < k; i++) {
+				struct jk_pkt *p = got[i];
+
+				dp->held--;
+				p->verdict.action = p->verdict.then;
+				if (p->verdict.ce)
+					mark_ce(p);
+				complete(dp, v, (enum jk_dir)dir, p, now_ns);
+				if (p->verdict.action != JK_ACT_HELD)
+					out[n++] = p;
+			}
+		}
+	}
+	return n;
+}
+
+uint64_t jk_dp_next_release_ns(const struct jk_dp *dp, uint64_t now_ns)
+{
+	uint64_t next = 0;
+
+	if (dp->orphans)
+		return now_ns;
+	for (unsigned id = 0; id < JK_MAX_VNICS && dp->held; id++) {
+		if (!dp->vnics[id].in_use)
+			continue;
+		for (int dir = 0; dir < JK_DIR__COUNT; dir++) {
+			uint64_t t = jk_dhtb_next_ns(&dp->vnics[id].dhtb[dir], now_ns);
+
+			if (t && (!next || t < next))
+				next = t;
+		}
+	}
+	return next;
 }
 
 int jk_dp_vnic_set(struct jk_dp *dp, uint16_t id, uint16_t mtu, uint32_t qp_quota)
@@ -191,12 +284,12 @@ static void drop(struct jk_dp *dp, struct jk_vnic *v, struct jk_pkt *p, enum jk_
 		v->cnt.drops[why]++;
 }
 
-static void count(struct jk_vnic *v, enum jk_dir dir, const struct jk_pkt *p)
+static void count(struct jk_vnic *v, enum jk_dir dir, const struct jk_pkt *p, uint32_t len)
 {
 	struct jk_pkt_count *c = &v->cnt.traffic[dir][p->meta.cls];
 
 	c->packets++;
-	c->bytes += p->len;
+	c->bytes += len;
 }
 
 static void to_vnic(struct jk_pkt *p, uint16_t vnic)
@@ -205,50 +298,112 @@ static void to_vnic(struct jk_pkt *p, uint16_t vnic)
 	p->verdict.out_vnic = vnic;
 }
 
-/* Delivery to a vNIC of this host: counted as the destination's ingress. */
-static void deliver_local(struct jk_dp *dp, struct jk_vnic *src, struct jk_pkt *p, uint16_t dst_id)
+static uint16_t vnic_id(const struct jk_dp *dp, const struct jk_vnic *v)
 {
-	struct jk_vnic *dst = jk_dp_vnic(dp, dst_id);
+	return (uint16_t)(v - dp->vnics);
+}
 
-	if (!dst) {
+/* Sets CE in the (inner) IPv4 header, and in the outer one when the packet
+ * is already encapsulated; only ECN-capable packets are ever marked. */
+static void mark_ce(struct jk_pkt *p)
+{
+	uint8_t *inner = p->data + p->meta.l3_ofs;
+
+	if (p->verdict.action == JK_ACT_TO_UNDERLAY) {
+		inner += sizeof(struct jk_ipv4_vxlan_hdr);
+		jk_ipv4_set_ecn(p->data, JK_ECN_CE);
+	}
+	jk_ipv4_set_ecn(inner, JK_ECN_CE);
+	p->meta.tos |= JK_ECN_CE;
+}
+
+static void shape(struct jk_dp *dp, struct jk_vnic *v, enum jk_dir dir, struct jk_pkt *p, uint64_t now_ns);
+
+/* A packet has passed vNIC v's DHTB in direction dir: count it and take it
+ * on (a local delivery then meets the destination's ingress DHTB). */
+static void complete(struct jk_dp *dp, struct jk_vnic *v, enum jk_dir dir, struct jk_pkt *p, uint64_t now_ns)
+{
+	count(v, dir, p, p->verdict.shaped_len);
+	if (dir == JK_DIR_INGRESS)
+		return;
+	if (p->verdict.action == JK_ACT_TO_UNDERLAY) {
+		dp->cnt.encapped++;
+		return;
+	}
+	dp->cnt.local_delivered++;
+	shape(dp, &dp->vnics[p->verdict.out_vnic], JK_DIR_INGRESS, p, now_ns);
+}
+
+static void shape(struct jk_dp *dp, struct jk_vnic *v, enum jk_dir dir, struct jk_pkt *p, uint64_t now_ns)
+{
+	enum jk_dhtb_class c = p->meta.cls == JK_CLASS_RDMA ? JK_DHTB_RDMA : JK_DHTB_TCP;
+	uint8_t ecn = p->meta.tos & JK_ECN_MASK;
+	bool ect = (p->meta.flags & JK_PF_IPV4) && ecn != JK_ECN_NOT_ECT;
+	bool ctrl = (p->meta.flags & JK_PF_ROCE_CTRL) != 0;
+
+	switch (jk_dhtb_admit(&v->dhtb[dir], c, p, p->verdict.shaped_len, ctrl, ect, now_ns)) {
+	case JK_DHTB_DROP:
+		drop(dp, v, p, c == JK_DHTB_RDMA ? JK_DROP_DHTB_RDMA : JK_DROP_DHTB_TCP);
+		return;
+	case JK_DHTB_HOLD:
+		p->verdict.then = p->verdict.action;
+		p->verdict.action = JK_ACT_HELD;
+		p->verdict.shaped_vnic = vnic_id(dp, v);
+		p->verdict.shaped_dir = (uint8_t)dir;
+		dp->held++;
+		return;
+	case JK_DHTB_MARK:
+		mark_ce(p);
+		/* fall through */
+	case JK_DHTB_PASS:
+		complete(dp, v, dir, p, now_ns);
+		return;
+	}
+}
+
+/* Delivery to a vNIC of this host. */
+static void deliver_local(struct jk_dp *dp, struct jk_vnic *src, struct jk_pkt *p, uint16_t dst_id,
+			  uint64_t now_ns)
+{
+	if (!jk_dp_vnic(dp, dst_id)) {
 		drop(dp, src, p, JK_DROP_VNIC_DOWN);
 		return;
 	}
-	count(src, JK_DIR_EGRESS, p);
-	count(dst, JK_DIR_INGRESS, p);
-	dp->cnt.local_delivered++;
+	p->verdict.shaped_len = p->len;
 	to_vnic(p, dst_id);
+	shape(dp, src, JK_DIR_EGRESS, p, now_ns);
 }
 
 static void encap(struct jk_dp *dp, struct jk_vnic *src, struct jk_pkt *p,
-		  const struct jk_vxlan_tmpl *tmpl, uint32_t vtep)
+		  const struct jk_vxlan_tmpl *tmpl, uint32_t vtep, uint64_t now_ns)
 {
 	uint16_t sport = jk_vxlan_sport(&p->meta);
 	uint8_t tos = (p->meta.flags & JK_PF_IPV4) ? p->meta.tos : 0;
 
-	count(src, JK_DIR_EGRESS, p);
+	p->verdict.shaped_len = p->len;
 	p->data = jk_vxlan_encap(p->data, p->len, tmpl, sport, tos);
 	p->len += sizeof(struct jk_ipv4_vxlan_hdr);
 	p->verdict.action = JK_ACT_TO_UNDERLAY;
 	p->verdict.dst_vtep = vtep;
 	p->verdict.outer_sport = sport;
-	dp->cnt.encapped++;
+	shape(dp, src, JK_DIR_EGRESS, p, now_ns);
 }
 
 /* Forwards by the VLT entry of the destination address. */
-static void forward_by_vlt(struct jk_dp *dp, struct jk_vnic *v, struct jk_pkt *p, const struct jk_vlt_entry *e)
+static void forward_by_vlt(struct jk_dp *dp, struct jk_vnic *v, struct jk_pkt *p, const struct jk_vlt_entry *e,
+			   uint64_t now_ns)
 {
 	if (!e) {
 		drop(dp, v, p, JK_DROP_NO_ROUTE);
 		return;
 	}
 	if (e->is_local)
-		deliver_local(dp, v, p, e->vnic_id);
+		deliver_local(dp, v, p, e->vnic_id, now_ns);
 	else
-		encap(dp, v, p, &e->tmpl, e->vtep);
+		encap(dp, v, p, &e->tmpl, e->vtep, now_ns);
 }
 
-static void egress_arp(struct jk_dp *dp, struct jk_vnic *v, struct jk_pkt *p)
+static void egress_arp(struct jk_dp *dp, struct jk_vnic *v, struct jk_pkt *p, uint64_t now_ns)
 {
 	const struct jk_pkt_meta *m = &p->meta;
 	const struct jk_vlt_entry *e;
@@ -265,14 +420,14 @@ static void egress_arp(struct jk_dp *dp, struct jk_vnic *v, struct jk_pkt *p)
 		}
 		jk_arp_proxy_reply(p, e->mac);
 		v->cnt.arp_proxied++;
-		count(v, JK_DIR_INGRESS, p);
-		to_vnic(p, (uint16_t)(v - dp->vnics));
+		count(v, JK_DIR_INGRESS, p, p->len);
+		to_vnic(p, vnic_id(dp, v));
 		return;
 	}
 	/* A reply (to a request a foreign VTEP flooded to us) goes to its
 	 * target, without whatever followed the ARP body. */
 	p->len = (uint32_t)m->l3_ofs + sizeof(struct jk_arp_hdr);
-	forward_by_vlt(dp, v, p, e);
+	forward_by_vlt(dp, v, p, e, now_ns);
 }
 
 /* RC RDMA: admit through the RCFT (QP quota), except the flows' control
@@ -334,15 +489,15 @@ static void egress_ip(struct jk_dp *dp, struct jk_vnic *v, struct jk_pkt *p, uin
 		jk_icmp_frag_needed(p, dst->mac, v->cfg.mtu);
 		v->cnt.icmp_frag_needed++;
 		p->meta.cls = JK_CLASS_OTHER;
-		count(v, JK_DIR_INGRESS, p);
-		to_vnic(p, (uint16_t)(v - dp->vnics));
+		count(v, JK_DIR_INGRESS, p, p->len);
+		to_vnic(p, vnic_id(dp, v));
 		return;
 	}
 	if (m->flags & JK_PF_ROCE) {
 		/* RDMA never occupies the NFT: RCFT + VLT resolve it. */
 		if ((m->flags & JK_PF_ROCE_RC) && !egress_rcft(dp, v, p, now_ns))
 			return;
-		forward_by_vlt(dp, v, p, jk_vlt_lookup(&dp->vlt, v->cfg.vni, m->dst_ip));
+		forward_by_vlt(dp, v, p, jk_vlt_lookup(&dp->vlt, v->cfg.vni, m->dst_ip), now_ns);
 		return;
 	}
 
@@ -375,7 +530,7 @@ static void egress_ip(struct jk_dp *dp, struct jk_vnic *v, struct jk_pkt *p, uin
 			f = jk_nft_insert(&dp->nft, &k, h);
 			if (!f) {           /* full: forward uncached */
 				dp->cnt.nft_full++;
-				forward_by_vlt(dp, v, p, e);
+				forward_by_vlt(dp, v, p, e, now_ns);
 				return;
 			}
 		}
@@ -391,9 +546,9 @@ static void egress_ip(struct jk_dp *dp, struct jk_vnic *v, struct jk_pkt *p, uin
 	f->packets++;
 	f->bytes += p->len;
 	if (f->is_local)
-		deliver_local(dp, v, p, f->out_vnic);
+		deliver_local(dp, v, p, f->out_vnic, now_ns);
 	else
-		encap(dp, v, p, &f->tmpl, f->dst_vtep);
+		encap(dp, v, p, &f->tmpl, f->dst_vtep, now_ns);
 }
 
 static void egress_one(struct jk_dp *dp, struct jk_vnic *v, struct jk_pkt *p, uint64_t now_ns)
@@ -422,7 +577,7 @@ static void egress_one(struct jk_dp *dp, struct jk_vnic *v, struct jk_pkt *p, ui
 			drop(dp, v, p, JK_DROP_SPOOF_IP);
 			return;
 		}
-		egress_arp(dp, v, p);
+		egress_arp(dp, v, p, now_ns);
 		return;
 	}
 	if (p->meta.src_ip != v->cfg.ip) {
@@ -505,10 +660,10 @@ static void ingress_one(struct jk_dp *dp, struct jk_pkt *p, uint64_t now_ns)
 			p->meta.tos = (uint8_t)((p->meta.tos & ~JK_ECN_MASK) | ecn);
 		}
 	}
-	(void)now_ns;
-	count(v, JK_DIR_INGRESS, p);
 	dp->cnt.decapped++;
 	to_vnic(p, dst->vnic_id);
+	p->verdict.shaped_len = p->len;
+	shape(dp, v, JK_DIR_INGRESS, p, now_ns);
 }
 
 void jk_dp_ingress(struct jk_dp *dp, struct jk_pkt **pkts, unsigned n, uint64_t now_ns)

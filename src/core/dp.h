@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "core/counters.h"
+#include "core/dhtb.h"
 #include "core/nft.h"
 #include "core/pkt.h"
 #include "core/rcft.h"
@@ -38,6 +39,7 @@ struct jk_vnic {
 	bool in_use;
 	struct jk_vnic_cfg cfg;
 	struct jk_vnic_counters cnt;
+	struct jk_dhtb dhtb[JK_DIR__COUNT];   /* egress and ingress shaping */
 };
 
 struct jk_dp_params {
@@ -58,6 +60,8 @@ struct jk_dp {
 	struct jk_nft nft;
 	struct jk_rcft rcft;
 	struct jk_dp_counters cnt;
+	uint32_t held;                    /* packets in shaper queues */
+	struct jk_pkt *orphans;           /* queued packets of deleted vNICs, to hand back */
 };
 
 int jk_dp_init(struct jk_dp *dp, const struct jk_dp_params *params);
@@ -77,6 +81,9 @@ int jk_dp_vnic_del(struct jk_dp *dp, uint16_t id);
 /* Changes a vNIC's MTU and quota (name, VNI, IP and MAC are fixed). */
 int jk_dp_vnic_set(struct jk_dp *dp, uint16_t id, uint16_t mtu, uint32_t qp_quota);
 struct jk_vnic *jk_dp_vnic(struct jk_dp *dp, uint16_t id);
+/* Sets one direction's DHTB (rate 0 = unlimited).  Queued packets stay. */
+int jk_dp_vnic_shape(struct jk_dp *dp, uint16_t id, enum jk_dir dir, const struct jk_dhtb_params *p,
+		     uint64_t now_ns);
 int jk_dp_vnic_find(const struct jk_dp *dp, const char *name);   /* id or -ENOENT */
 
 /* Remote VLT entries.  -EINVAL (the VTEP is this host, bad VNI),
@@ -94,6 +101,14 @@ void jk_dp_egress(struct jk_dp *dp, uint16_t vnic_id, struct jk_pkt **pkts, unsi
  * and p->rx holding the outer source and ToS.  Delivered packets are
  * decapsulated in place (data then starts at the inner Ethernet header). */
 void jk_dp_ingress(struct jk_dp *dp, struct jk_pkt **pkts, unsigned n, uint64_t now_ns);
+
+/* Hands back up to `max` packets the DHTB held whose turn has come (or
+ * that belonged to a deleted vNIC), each with its final verdict (to a
+ * vNIC, to the underlay, or dropped).  Call after every batch and when
+ * jk_dp_next_release_ns() is reached. */
+unsigned jk_dp_release(struct jk_dp *dp, uint64_t now_ns, struct jk_pkt **out, unsigned max);
+/* When the next held packet can leave: 0 when none is held. */
+uint64_t jk_dp_next_release_ns(const struct jk_dp *dp, uint64_t now_ns);
 
 /* Ages the NFT and RCFT; call about once a second. */
 void jk_dp_age(struct jk_dp *dp, uint64_t now_ns);

@@ -56,7 +56,8 @@ enum jk_action {
 	JK_ACT_DROP,            /* counted under verdict.drop */
 	JK_ACT_TO_VNIC,         /* write data/len to vNIC verdict.out_vnic */
 	JK_ACT_TO_UNDERLAY,     /* data starts at the outer IPv4 header: send to verdict.dst_vtep */
-	JK_ACT_HELD,            /* kept by the datapath (shaper queue): the caller must not reuse it */
+	JK_ACT_HELD,            /* kept by the datapath (shaper queue): the caller must not reuse it;
+				 * jk_dp_release() hands it back with its final verdict */
 };
 
 struct jk_verdict {
@@ -65,6 +66,11 @@ struct jk_verdict {
 	uint16_t out_vnic;
 	uint32_t dst_vtep;      /* host order */
 	uint16_t outer_sport;   /* outer UDP source port chosen for ECMP entropy */
+	uint8_t  then;          /* DHTB: the action a held packet will take */
+	uint8_t  ce;            /* DHTB: CE-mark when the packet leaves its queue */
+	uint8_t  shaped_dir;    /* DHTB: direction whose queue holds it (enum jk_dir) */
+	uint16_t shaped_vnic;   /* DHTB: vNIC whose queue holds it */
+	uint32_t shaped_len;    /* DHTB: length charged (the inner frame) */
 };
 
 /* Outer information of a packet received from the underlay socket. */

@@ -352,6 +352,29 @@ static void print_drops(json_t *drops, const char *indent)
 		printf("%s%-16s %lld\n", indent, k, (long long)json_integer_value(v));
 }
 
+static void print_dhtb(const char *name, json_t *dh)
+{
+	const char *dir;
+	json_t *d;
+
+	json_object_foreach(dh, dir, d) {
+		char rate[32];
+
+		if (i_(d, "rate") <= 0)
+			continue;
+		fmt_rate(i_(d, "rate"), rate, sizeof(rate));
+		printf("%-12s dhtb %-7s rate %s, weights rdma:tcp %lld:%lld, queue %lld B\n", name, dir, rate,
+		       i_(d, "rdma_weight"), i_(d, "tcp_weight"), i_(d, "queue_bytes"));
+		for (int c = 0; c < 2; c++) {
+			json_t *k = json_object_get(d, c ? "tcp" : "rdma");
+
+			printf("%-12s      %-5s packets %lld bytes %lld marked %lld queued %lld dropped %lld borrowed %lld\n",
+			       "", c ? "tcp" : "rdma", i_(k, "packets"), i_(k, "bytes"), i_(k, "marked"), i_(k, "queued"),
+			       i_(k, "dropped"), i_(k, "borrowed"));
+		}
+	}
+}
+
 static void print_stats(json_t *r)
 {
 	json_t *dp = json_object_get(r, "datapath"), *vnics = json_object_get(r, "vnics"), *v;
@@ -381,6 +404,7 @@ static void print_stats(json_t *r)
 		}
 		printf("%-12s arp_proxied %lld, icmp_frag_needed %lld\n", name, i_(v, "arp_proxied"),
 		       i_(v, "icmp_frag_needed"));
+		print_dhtb(name, json_object_get(v, "dhtb"));
 	}
 	printf("\nunderlay: rx_errors %lld, tx_errors %lld, rx_truncated %lld\n",
 	       i_(json_object_get(r, "underlay"), "rx_errors"), i_(json_object_get(r, "underlay"), "tx_errors"),

@@ -147,6 +147,22 @@ static int vnic_precheck(struct jakirod *d, const struct jk_vnic_conf *v, char *
 	return 0;
 }
 
+/* The DHTB of both directions from a vNIC's settings. */
+static void vnic_shape(struct jakirod *d, uint16_t id, const struct jk_vnic_conf *v)
+{
+	const struct jk_shape_conf *sc[JK_DIR__COUNT] = { [JK_DIR_EGRESS] = &v->egress, [JK_DIR_INGRESS] = &v->ingress };
+
+	for (int dir = 0; dir < JK_DIR__COUNT; dir++) {
+		struct jk_dhtb_params p;
+
+		jk_dhtb_params_default(&p, sc[dir]->rate_bps);
+		p.burst_bytes = sc[dir]->burst_bytes;
+		p.weight[JK_DHTB_RDMA] = sc[dir]->rdma_weight;
+		p.weight[JK_DHTB_TCP] = sc[dir]->tcp_weight;
+		jk_dp_vnic_shape(d->dp, id, (enum jk_dir)dir, &p, jk_now_ns());
+	}
+}
+
 static int vnic_up(struct jakirod *d, const struct jk_vnic_conf *v, char *err, size_t errlen)
 {
 	const struct jk_vpc_conf *vpc = jk_conf_vpc(d->conf, v->vpc);
@@ -176,6 +192,7 @@ static int vnic_up(struct jakirod *d, const struct jk_vnic_conf *v, char *err, s
 		jk_port_close(&port);
 		return r;
 	}
+	vnic_shape(d, id, v);
 	d->vnics[id].used = true;
 	d->vnics[id].conf = *v;
 	d->vnics[id].port = port;
@@ -280,11 +297,13 @@ int jk_apply_vnic_set(struct jakirod *d, const char *name, json_t *patch, char *
 		}
 	}
 	jk_dp_vnic_set(d->dp, (uint16_t)id, mtu, next.qp_quota);
+	vnic_shape(d, (uint16_t)id, &next);
 	d->vnics[id].conf = next;
 	r = jk_persist(d, err, errlen);
 	if (r) {
 		d->vnics[id].conf = prev;
 		jk_dp_vnic_set(d->dp, (uint16_t)id, prev.mtu ? prev.mtu : max_mtu, prev.qp_quota);
+		vnic_shape(d, (uint16_t)id, &prev);
 	}
 	return r;
 }

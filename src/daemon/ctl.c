@@ -99,6 +99,32 @@ static json_t *drops_json(const uint64_t *drops)
 	return o;
 }
 
+static json_t *dhtb_json(const struct jk_vnic *v)
+{
+	static const char *const cls[JK_DHTB__CLASSES] = { "rdma", "tcp" };
+	json_t *o = json_object();
+
+	for (unsigned dir = 0; dir < JK_DIR__COUNT; dir++) {
+		const struct jk_dhtb *b = &v->dhtb[dir];
+		json_t *d = json_pack("{s:I, s:i, s:i, s:I, s:I}", "rate", (json_int_t)b->params.rate_bps,
+				      "rdma_weight", (int)b->params.weight[JK_DHTB_RDMA], "tcp_weight",
+				      (int)b->params.weight[JK_DHTB_TCP], "queue_bytes", (json_int_t)b->q_bytes,
+				      "queue_packets", (json_int_t)b->q_pkts);
+
+		for (unsigned c = 0; c < JK_DHTB__CLASSES; c++) {
+			const struct jk_dhtb_class_stats *st = &b->st[c];
+
+			json_object_set_new(d, cls[c],
+					    json_pack("{s:I, s:I, s:I, s:I, s:I, s:I}", "packets", (json_int_t)st->packets,
+						      "bytes", (json_int_t)st->bytes, "marked", (json_int_t)st->marked,
+						      "queued", (json_int_t)st->queued, "dropped", (json_int_t)st->dropped,
+						      "borrowed", (json_int_t)st->borrowed));
+		}
+		json_object_set_new(o, jk_dir_name(dir), d);
+	}
+	return o;
+}
+
 static json_t *vnic_stats_json(const struct jk_vnic *v)
 {
 	json_t *o = json_object();
@@ -111,6 +137,7 @@ static json_t *vnic_stats_json(const struct jk_vnic *v)
 		json_object_set_new(o, jk_dir_name(dir), d);
 	}
 	json_object_set_new(o, "drops", drops_json(v->cnt.drops));
+	json_object_set_new(o, "dhtb", dhtb_json(v));
 	json_object_set_new(o, "arp_proxied", json_integer((json_int_t)v->cnt.arp_proxied));
 	json_object_set_new(o, "icmp_frag_needed", json_integer((json_int_t)v->cnt.icmp_frag_needed));
 	return o;

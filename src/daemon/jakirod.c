@@ -23,7 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
-enum ev_kind { EV_CTL = 1, EV_UNDERLAY, EV_TIMER, EV_SIGNAL, EV_VNIC };
+enum ev_kind { EV_CTL = 1, EV_UNDERLAY, EV_TIMER, EV_SIGNAL, EV_VNIC, EV_SHAPER };
 
 #define EV(kind, id) ((uint64_t)(kind) << 32 | (uint32_t)(id))
 
@@ -119,6 +119,27 @@ static void dispatch(struct jakirod *d, struct jk_pkt **pkts, unsigned n)
 			pool_put(d, pkts[i]);
 }
 
+/* Sends what the DHTB queues release now, and arms the shaper timer for
+ * the next release. */
+static void release_held(struct jakirod *d)
+{
+	struct jk_pkt *pkts[JK_BATCH];
+	struct itimerspec its = { { 0, 0 }, { 0, 0 } };
+	uint64_t now = jk_now_ns(), next;
+	unsigned n;
+
+	if (!d->dp->held && !d->dp->orphans)
+		return;
+	while ((n = jk_dp_release(d->dp, now, pkts, JK_BATCH)) > 0)
+		dispatch(d, pkts, n);
+	next = jk_dp_next_release_ns(d->dp, now);
+	if (next) {
+		its.it_value.tv_sec = (time_t)(next / 1000000000ull);
+		its.it_value.tv_nsec = (long)(next % 1000000000ull);
+		timerfd_settime(d->shaper_fd, TFD_TIMER_ABSTIME, &its, NULL);
+	}
+}
+
 static void on_vnic(struct jakirod *d, uint16_t id)
 {
 	struct jk_pkt *pkts[JK_BATCH];
@@ -136,6 +157,7 @@ static void on_vnic(struct jakirod *d, uint16_t id)
 		jk_dp_egress(d->dp, id, pkts, got, jk_now_ns());
 		dispatch(d, pkts, got);
 	}
+	release_held(d);
 }
 
 static void on_underlay(struct jakirod *d)
@@ -150,6 +172,7 @@ static void on_underlay(struct jakirod *d)
 		jk_dp_ingress(d->dp, pkts, got, jk_now_ns());
 		dispatch(d, pkts, got);
 	}
+	release_held(d);
 }
 
 static int run(struct jakirod *d)
@@ -183,6 +206,14 @@ static int run(struct jakirod *d)
 
 				if (read(d->timer_fd, &ticks, sizeof(ticks)) == sizeof(ticks))
 					jk_dp_age(d->dp, jk_now_ns());
+				break;
+			}
+			case EV_SHAPER: {
+				uint64_t ticks;
+
+				if (read(d->shaper_fd, &ticks, sizeof(ticks)) < 0 && errno != EAGAIN)
+					perror("jakirod: shaper timer");
+				release_held(d);
 				break;
 			}
 			case EV_SIGNAL:
@@ -288,14 +319,15 @@ int main(int argc, char **argv)
 	sig_fd = signalfd(-1, &sigs, SFD_CLOEXEC | SFD_NONBLOCK);
 	d.epfd = epoll_create1(EPOLL_CLOEXEC);
 	d.timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-	if (sig_fd < 0 || d.epfd < 0 || d.timer_fd < 0 || timerfd_settime(d.timer_fd, 0, &its, NULL) < 0) {
+	d.shaper_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	if (sig_fd < 0 || d.epfd < 0 || d.timer_fd < 0 || d.shaper_fd < 0 || timerfd_settime(d.timer_fd, 0, &its, NULL) < 0) {
 		perror("jakirod: setup");
 		return 1;
 	}
 	if (jk_underlay_open(&d.underlay, d.conf->vtep, err, sizeof(err)) ||
 	    jk_apply_initial(&d, err, sizeof(err)) || jk_ctl_open(&d, err, sizeof(err)) ||
 	    watch(&d, d.underlay.rx_fd, EV(EV_UNDERLAY, 0)) || watch(&d, d.ctl_fd, EV(EV_CTL, 0)) ||
-	    watch(&d, d.timer_fd, EV(EV_TIMER, 0)) || watch(&d, sig_fd, EV(EV_SIGNAL, 0))) {
+	    watch(&d, d.timer_fd, EV(EV_TIMER, 0)) || watch(&d, d.shaper_fd, EV(EV_SHAPER, 0)) || watch(&d, sig_fd, EV(EV_SIGNAL, 0))) {
 		fprintf(stderr, "jakirod: %s\n", err);
 		jk_vnics_close_all(&d);
 		jk_ctl_close(&d);

@@ -16,7 +16,7 @@
 #include "daemon/underlay.h"
 
 #define JK_BATCH     32         /* packets per read / write burst */
-#define JK_POOL_PKTS 1024
+#define JK_POOL_PKTS 4096   /* room for the DHTB queues */
 
 /* A vNIC as the daemon runs it: its settings and its open backend,
  * indexed like the datapath's vNICs. */
@@ -31,7 +31,7 @@ struct jakirod {
 	struct jk_vnic_rt vnics[JK_MAX_VNICS];
 	struct jk_dp *dp;
 	struct jk_underlay underlay;
-	int epfd, ctl_fd, timer_fd;
+	int epfd, ctl_fd, timer_fd, shaper_fd;
 	struct jk_pkt *pool;        /* JK_POOL_PKTS buffers */
 	struct jk_pkt *free_list;
 	uint64_t started_ns;

@@ -1,0 +1,249 @@
+/* dhtb.c — token buckets with borrowing, graded RDMA marking, TCP shaping. */
+#include "core/dhtb.h"
+
+#include <string.h>
+
+#define NS_PER_S      1000000000ll
+#define PPM           1000000u
+#define MAX_REFILL_NS NS_PER_S        /* buckets are full after 1 s anyway */
+#define MIN_BURST     (64 * 1024)     /* at least a TSO-sized burst */
+#define MIN_CLASS_BURST (16 * 1024)
+
+void jk_dhtb_params_default(struct jk_dhtb_params *p, uint64_t rate_bps)
+{
+	uint64_t bytes_per_ms = rate_bps / 8 / 1000;
+
+	memset(p, 0, sizeof(*p));
+	p->rate_bps = rate_bps;
+	p->weight[JK_DHTB_RDMA] = p->weight[JK_DHTB_TCP] = 1;
+	/* RDMA's virtual queue: marking from 20 us to 1 ms of debt at the rate,
+	 * graded up to 20 %; the ceiling at 10 ms. */
+	p->mark_kmin = (uint32_t)(bytes_per_ms / 50 > 3000 ? bytes_per_ms / 50 : 3000);
+	p->mark_kmax = (uint32_t)(bytes_per_ms > 4 * p->mark_kmin ? bytes_per_ms : 4 * p->mark_kmin);
+	p->mark_pmax_ppm = 200000;
+	p->ceiling = 100 * p->mark_kmax;
+	/* TCP's shaper queue: 5 ms at the rate, at least 128 KiB. */
+	p->queue_limit = (uint32_t)(5 * bytes_per_ms > 128 * 1024 ? 5 * bytes_per_ms : 128 * 1024);
+	p->queue_mark = p->queue_limit / 2;
+}
+
+static void bucket_set(struct jk_bucket *k, uint64_t rate_Bps, uint64_t depth_bytes)
+{
+	k->rate = rate_Bps;
+	k->depth = (int64_t)depth_bytes * NS_PER_S;
+	k->tokens = k->depth;
+}
+
+void jk_dhtb_init(struct jk_dhtb *b, const struct jk_dhtb_params *p, uint64_t now_ns)
+{
+	uint64_t rate = p->rate_bps / 8, burst = p->burst_bytes;
+	uint32_t wsum;
+
+	b->params = *p;
+	for (int c = 0; c < JK_DHTB__CLASSES; c++)
+		if (b->params.weight[c] == 0)
+			b->params.weight[c] = 1;
+	wsum = b->params.weight[0] + b->params.weight[1];
+	if (burst == 0)
+		burst = rate / 100 > MIN_BURST ? rate / 100 : MIN_BURST;
+	bucket_set(&b->root, rate, burst);
+	for (int c = 0; c < JK_DHTB__CLASSES; c++) {
+		uint64_t cb = burst * b->params.weight[c] / wsum;
+
+		bucket_set(&b->cls[c], rate * b->params.weight[c] / wsum, cb > MIN_CLASS_BURST ? cb : MIN_CLASS_BURST);
+	}
+	b->last_ns = now_ns;
+	b->mark_acc = 0;
+}
+
+static void refill(struct jk_dhtb *b, uint64_t now_ns)
+{
+	uint64_t el = now_ns > b->last_ns ? now_ns - b->last_ns : 0;
+	struct jk_bucket *ks[3] = { &b->root, &b->cls[0], &b->cls[1] };
+
+	if (el > MAX_REFILL_NS)
+		el = MAX_REFILL_NS;
+	b->last_ns = now_ns > b->last_ns ? now_ns : b->last_ns;
+	for (int i = 0; i < 3; i++) {
+		struct jk_bucket *k = ks[i];
+
+		k->tokens += (int64_t)(k->rate * el);
+		if (k->tokens > k->depth)
+			k->tokens = k->depth;
+	}
+}
+
+/* Root tokens may go below zero (guaranteed traffic is charged there too),
+ * but not below minus a burst, so that one class's debt cannot lock the
+ * other out for long. */
+static void charge_root(struct jk_dhtb *b, int64_t cost)
+{
+	b->root.tokens -= cost;
+	if (b->root.tokens < -b->root.depth)
+		b->root.tokens = -b->root.depth;
+}
+
+/* Within the class share, or borrowing: charges and returns true. */
+static bool take(struct jk_dhtb *b, enum jk_dhtb_class c, int64_t cost)
+{
+	if (b->cls[c].tokens >= cost) {
+		b->cls[c].tokens -= cost;
+		charge_root(b, cost);
+		return true;
+	}
+	if (b->root.tokens >= cost) {
+		charge_root(b, cost);
+		b->st[c].borrowed++;
+		return true;
+	}
+	return false;
+}
+
+/* Graded marking over the RDMA class's debt, derandomised: the
+ * probabilities add up in an accumulator that marks each time it passes
+ * one. */
+static bool rdma_mark(struct jk_dhtb *b, uint64_t debt)
+{
+	const struct jk_dhtb_params *p = &b->params;
+	uint32_t prob;
+
+	if (debt <= p->mark_kmin)
+		return false;
+	if (debt >= p->mark_kmax)
+		return true;
+	prob = (uint32_t)((uint64_t)p->mark_pmax_ppm * (debt - p->mark_kmin) / (p->mark_kmax - p->mark_kmin));
+	b->mark_acc += prob;
+	if (b->mark_acc >= PPM) {
+		b->mark_acc -= PPM;
+		return true;
+	}
+	return false;
+}
+
+static void passed(struct jk_dhtb *b, enum jk_dhtb_class c, uint32_t len)
+{
+	b->st[c].packets++;
+	b->st[c].bytes += len;
+}
+
+enum jk_dhtb_verdict jk_dhtb_admit(struct jk_dhtb *b, enum jk_dhtb_class c, struct jk_pkt *p, uint32_t len,
+				   bool ctrl, bool ect, uint64_t now_ns)
+{
+	int64_t cost = (int64_t)len * NS_PER_S;
+
+	if (!jk_dhtb_limited(b)) {
+		passed(b, c, len);
+		return JK_DHTB_PASS;
+	}
+	refill(b, now_ns);
+	if (c == JK_DHTB_RDMA) {
+		uint64_t debt;
+
+		if (take(b, c, cost) || ctrl) {
+			if (ctrl && b->cls[c].tokens >= cost)
+				b->cls[c].tokens -= cost;
+			passed(b, c, len);
+			return JK_DHTB_PASS;
+		}
+		debt = (uint64_t)((cost - b->cls[c].tokens) / NS_PER_S);
+		if (debt > b->params.ceiling) {
+			b->st[c].dropped++;
+			return JK_DHTB_DROP;
+		}
+		b->cls[c].tokens -= cost;
+		charge_root(b, cost);
+		passed(b, c, len);
+		if (ect && rdma_mark(b, debt)) {
+			b->st[c].marked++;
+			return JK_DHTB_MARK;
+		}
+		return JK_DHTB_PASS;
+	}
+	/* TCP and other: in order, so behind a non-empty queue. */
+	if (!b->head && take(b, c, cost)) {
+		passed(b, c, len);
+		return JK_DHTB_PASS;
+	}
+	if (b->q_bytes + len > b->params.queue_limit) {
+		b->st[c].dropped++;
+		return JK_DHTB_DROP;
+	}
+	p->next = NULL;
+	p->verdict.ce = ect && b->q_bytes > b->params.queue_mark;
+	if (p->verdict.ce)
+		b->st[c].marked++;
+	if (b->tail)
+		b->tail->next = p;
+	else
+		b->head = p;
+	b->tail = p;
+	b->q_bytes += len;
+	b->q_pkts++;
+	b->st[c].queued++;
+	return JK_DHTB_HOLD;
+}
+
+unsigned jk_dhtb_release(struct jk_dhtb *b, uint64_t now_ns, struct jk_pkt **out, unsigned max)
+{
+	unsigned n = 0;
+
+	if (!b->head)
+		return 0;
+	refill(b, now_ns);
+	while (b->head && n < max) {
+		struct jk_pkt *p = b->head;
+		uint32_t len = p->verdict.shaped_len;
+
+		if (!take(b, JK_DHTB_TCP, (int64_t)len * NS_PER_S))
+			break;
+		b->head = p->next;
+		if (!b->head)
+			b->tail = NULL;
+		b->q_bytes -= len;
+		b->q_pkts--;
+		passed(b, JK_DHTB_TCP, len);
+		p->next = NULL;
+		out[n++] = p;
+	}
+	return n;
+}
+
+uint64_t jk_dhtb_next_ns(const struct jk_dhtb *b, uint64_t now_ns)
+{
+	int64_t cost, need_cls, need_root, need;
+	uint64_t el, wait_cls, wait_root;
+
+	if (!b->head)
+		return 0;
+	cost = (int64_t)b->head->verdict.shaped_len * NS_PER_S;
+	/* Tokens as they will be at now_ns. */
+	el = now_ns > b->last_ns ? now_ns - b->last_ns : 0;
+	if (el > MAX_REFILL_NS)
+		el = MAX_REFILL_NS;
+	need_cls = cost - (b->cls[JK_DHTB_TCP].tokens + (int64_t)(b->cls[JK_DHTB_TCP].rate * el));
+	need_root = cost - (b->root.tokens + (int64_t)(b->root.rate * el));
+	if (need_cls <= 0 || need_root <= 0)
+		return now_ns;
+	wait_cls = b->cls[JK_DHTB_TCP].rate ? (uint64_t)need_cls / b->cls[JK_DHTB_TCP].rate + 1 : UINT64_MAX / 2;
+	wait_root = b->root.rate ? (uint64_t)need_root / b->root.rate + 1 : UINT64_MAX / 2;
+	need = (int64_t)(wait_cls < wait_root ? wait_cls : wait_root);
+	return now_ns + (uint64_t)need;
+}
+
+unsigned jk_dhtb_flush(struct jk_dhtb *b, struct jk_pkt **out, unsigned max)
+{
+	unsigned n = 0;
+
+	while (b->head && n < max) {
+		struct jk_pkt *p = b->head;
+
+		b->head = p->next;
+		b->q_bytes -= p->verdict.shaped_len;
+		b->q_pkts--;
+		p->next = NULL;
+		out[n++] = p;
+	}
+	if (!b->head)
+		b->tail = NULL;
+	return n;
+}

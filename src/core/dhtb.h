@@ -1,0 +1,98 @@
+/* dhtb.h — one direction of one vNIC's Distributed Hierarchical Token
+ * Bucket (DESIGN.md §6, docs/dhtb.md).
+ *
+ * A root bucket at the vNIC's rate and two classes, RDMA and TCP(+other),
+ * each refilled at rate x w / (w_rdma + w_tcp).  A packet within its class
+ * share passes; one that is not may borrow root tokens the other class
+ * left (work-conserving).  Over the limit:
+ *   RDMA  passes, charged as debt to its class; while ECT it is CE-marked
+ *         with a probability rising from 0 at `mark_kmin` bytes of debt to
+ *         `mark_pmax` at `mark_kmax`, and always beyond; past `ceiling`
+ *         bytes of debt it is dropped.  ACK/NAK/CNP always pass, unmarked.
+ *   TCP   waits in a FIFO (bounded by `queue_limit` bytes) until tokens
+ *         allow; ECT packets are CE-marked when they join a queue longer
+ *         than `queue_mark`; past the limit they are dropped.
+ * Marking is deterministic (an accumulator of probability), so tests and
+ * the datapath see the same sequence.  Time is passed in.  No allocation:
+ * the queue links packets through jk_pkt.next.
+ */
+#ifndef JK_DHTB_H
+#define JK_DHTB_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/pkt.h"
+
+enum jk_dhtb_class { JK_DHTB_RDMA, JK_DHTB_TCP, JK_DHTB__CLASSES };
+
+#define JK_DHTB_RELEASE_MAX 32   /* packets one jk_dhtb_release() call hands back at most, by convention */
+
+struct jk_dhtb_params {
+	uint64_t rate_bps;          /* 0 = unlimited: everything passes */
+	uint64_t burst_bytes;       /* 0 = default: 10 ms at rate, at least 64 KiB */
+	uint32_t weight[JK_DHTB__CLASSES];
+	uint32_t mark_kmin;         /* RDMA debt (bytes) where marking starts */
+	uint32_t mark_kmax;         /* ... where it reaches mark_pmax */
+	uint32_t mark_pmax_ppm;     /* probability at kmax, parts per million */
+	uint32_t ceiling;           /* RDMA debt (bytes) beyond which packets drop */
+	uint32_t queue_limit;       /* TCP shaper queue, bytes */
+	uint32_t queue_mark;        /* TCP queue length (bytes) above which ECT is marked */
+};
+
+/* Defaults for a rate: weights 1:1, thresholds scaled to the rate. */
+void jk_dhtb_params_default(struct jk_dhtb_params *p, uint64_t rate_bps);
+
+struct jk_dhtb_class_stats {
+	uint64_t packets, bytes;    /* passed (at once or after queueing) */
+	uint64_t marked;            /* CE-marked */
+	uint64_t queued;            /* packets that waited in the shaper queue */
+	uint64_t dropped;
+	uint64_t borrowed;          /* packets passed on root tokens */
+};
+
+struct jk_bucket {
+	int64_t tokens;             /* nano-bytes: bytes x 1e9 */
+	int64_t depth;              /* burst, nano-bytes */
+	uint64_t rate;              /* bytes per second */
+};
+
+struct jk_dhtb {
+	struct jk_dhtb_params params;
+	struct jk_bucket root, cls[JK_DHTB__CLASSES];
+	uint64_t last_ns;
+	uint32_t mark_acc;          /* marking accumulator, ppm */
+	struct jk_pkt *head, *tail; /* TCP shaper queue */
+	uint32_t q_bytes, q_pkts;
+	struct jk_dhtb_class_stats st[JK_DHTB__CLASSES];
+};
+
+enum jk_dhtb_verdict {
+	JK_DHTB_PASS,
+	JK_DHTB_MARK,               /* pass with CE set (caller marks) */
+	JK_DHTB_HOLD,               /* queued: the DHTB owns the packet now */
+	JK_DHTB_DROP,
+};
+
+/* (Re)configures; keeps the queue.  Buckets start full. */
+void jk_dhtb_init(struct jk_dhtb *b, const struct jk_dhtb_params *p, uint64_t now_ns);
+static inline bool jk_dhtb_limited(const struct jk_dhtb *b) { return b->params.rate_bps != 0; }
+
+/* Decides for one packet of `len` bytes (the caller has set
+ * p->verdict.shaped_len = len).  `ctrl`: ACK/NAK/CNP; `ect`: its
+ * ECN field is ECT(0)/ECT(1).  A HOLD packet was appended to the queue. */
+enum jk_dhtb_verdict jk_dhtb_admit(struct jk_dhtb *b, enum jk_dhtb_class c, struct jk_pkt *p, uint32_t len,
+				   bool ctrl, bool ect, uint64_t now_ns);
+
+/* Takes queued packets whose turn has come, in order, up to max.  A
+ * released packet with verdict.ce set must be CE-marked. */
+unsigned jk_dhtb_release(struct jk_dhtb *b, uint64_t now_ns, struct jk_pkt **out, unsigned max);
+
+/* Time at which the head of the queue can leave (now if it can, 0 if the
+ * queue is empty). */
+uint64_t jk_dhtb_next_ns(const struct jk_dhtb *b, uint64_t now_ns);
+
+/* Empties the queue into out (up to max); returns how many. */
+unsigned jk_dhtb_flush(struct jk_dhtb *b, struct jk_pkt **out, unsigned max);
+
+#endif
