@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# DHTB and QP quota through jakirod (fast, loose bounds; the experiments
+# live in bench/): TCP shaped to a vNIC's rate; two tenants at the same
+# rate on the same hosts each get theirs; RDMA over the rate is CE-marked
+# (not dropped) and the sender receives CNPs; a QP quota admits exactly
+# its number of RC flows.
+source "$(dirname "$0")/../lib.sh"
+need iperf3 python3
+
+cat > "$WORK/topo.json" <<'JSON'
+{
+  "hosts": [ {"name": "h1", "underlay": "172.30.0.1/24"},
+             {"name": "h2", "underlay": "172.30.0.2/24"} ],
+  "vpcs":  [ {"name": "blue", "vni": 1001, "subnet": "10.0.0.0/24"},
+             {"name": "red",  "vni": 1002, "subnet": "10.0.0.0/24"} ],
+  "vnics": [ {"name": "blue1", "vpc": "blue", "host": "h1", "ip": "10.0.0.1", "rate": "100mbit", "qp_quota": 2},
+             {"name": "blue2", "vpc": "blue", "host": "h2", "ip": "10.0.0.2"},
+             {"name": "red1",  "vpc": "red",  "host": "h1", "ip": "10.0.0.1", "rate": "100mbit"},
+             {"name": "red2",  "vpc": "red",  "host": "h2", "ip": "10.0.0.2"} ]
+}
+JSON
+lab_up "$WORK/topo.json" || { not_ok "lab up"; exit 1; }
+# Goodput of a 100 Mbit/s vNIC rate: frames of 1514 B carry 1448 B of TCP data.
+GOODPUT=$((100000000 * 1448 / 1514))
+
+iperf_bps() {   # CLIENT SERVER PORT SECONDS -> received bit/s
+	lab exec "$1" -- iperf3 -c 10.0.0.2 -p "$3" -t "$4" -J 2>/dev/null |
+		python3 -c 'import json,sys; print(int(json.load(sys.stdin)["end"]["sum_received"]["bits_per_second"]))' 2>/dev/null || echo 0
+}
+within() {   # VALUE TARGET PERCENT
+	python3 -c 'import sys; v,t,p=map(float,sys.argv[1:]); sys.exit(0 if abs(v-t) <= t*p/100 else 1)' "$@"
+}
+
+iperf_server blue2 5201
+bps=$(iperf_bps blue1 blue2 5201 4)
+check "TCP alone shaped to the rate: $((bps / 1000)) kbit/s vs $((GOODPUT / 1000))" within "$bps" "$GOODPUT" 10
+check "the shaper queued and the borrow counter moved" test "$(stat_of h1 's["vnics"]["blue1"]["dhtb"]["egress"]["tcp"]["queued"]')" -gt 0
+
+# Two tenants with the same rate, greedy at the same time.
+iperf_server blue2 5202
+iperf_server red2 5203
+iperf_bps blue1 blue2 5202 4 > "$WORK/blue.bps" &
+iperf_bps red1 red2 5203 4 > "$WORK/red.bps" &
+wait
+b=$(cat "$WORK/blue.bps"); r=$(cat "$WORK/red.bps")
+check "two tenants: blue gets its rate ($((b / 1000)) kbit/s)" within "$b" "$GOODPUT" 10
+check "two tenants: red gets its rate ($((r / 1000)) kbit/s)" within "$r" "$GOODPUT" 10
+
+# RDMA over the rate: marked, not dropped, and the sender's DCQCN hears CNPs.
+if [ -x "$JAKIRO_BIN/jk_write_bw" ]; then
+	lab exec blue2 -- "$JAKIRO_BIN/jk_write_bw" -d eth0 -D 3 > "$WORK/srv.log" 2>&1 &
+	srv=$!
+	wait_until 10 lab exec blue2 -- sh -c "ss -ltn | grep -q ':18515 '"
+	lab exec blue1 -- "$JAKIRO_BIN/jk_write_bw" -d eth0 -D 3 --stats --dcqcn=line_rate=1g 10.0.0.2 > "$WORK/cli.log" 2>&1
+	cli=$?
+	wait $srv
+	check "RDMA through a rate-limited vNIC completes" test $cli -eq 0
+	check "RDMA over the rate is CE-marked" test "$(stat_of h1 's["vnics"]["blue1"]["dhtb"]["egress"]["rdma"]["marked"]')" -gt 0
+	check "the sender received CNPs" grep -qE "cnps_rx +[1-9]" "$WORK/cli.log"
+
+	# QP quota 2: two RC QPs connect, four do not.
+	lab exec blue2 -- "$JAKIRO_BIN/jk_write_bw" -d eth0 -q 2 -n 200 > "$WORK/srv2.log" 2>&1 &
+	srv=$!
+	wait_until 10 lab exec blue2 -- sh -c "ss -ltn | grep -q ':18515 '"
+	check "qp_quota 2: two QPs connect and transfer" lab exec blue1 -- timeout 60 "$JAKIRO_BIN/jk_write_bw" -d eth0 -q 2 -n 200 10.0.0.2
+	wait $srv
+	check "qp_quota 2: two live RC flows" test "$(stat_of h1 'None' >/dev/null; lab ctl h1 -- --json show rcft | python3 -c 'import json,sys; print([v["live"] for v in json.load(sys.stdin)["vnics"] if v["vnic"]=="blue1"][0])')" -eq 2
+	lab exec blue2 -- "$JAKIRO_BIN/jk_write_bw" -d eth0 -q 4 -n 200 -u 10 > "$WORK/srv3.log" 2>&1 &
+	srv=$!
+	wait_until 10 lab exec blue2 -- sh -c "ss -ltn | grep -q ':18515 '"
+	check_fails "qp_quota 2: four QPs (new ones) do not" lab exec blue1 -- timeout 60 "$JAKIRO_BIN/jk_write_bw" -d eth0 -q 4 -n 200 -u 10 10.0.0.2
+	kill $srv 2>/dev/null; wait $srv 2>/dev/null
+	check "qp_quota drops counted" test "$(stat_of h1 's["vnics"]["blue1"]["drops"].get("qp_quota",0)')" -gt 0
+else
+	echo "# jk_write_bw not built: RDMA checks skipped"
+fi
+exit $FAILED
