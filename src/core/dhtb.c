@@ -56,6 +56,21 @@ void jk_dhtb_init(struct jk_dhtb *b, const struct jk_dhtb_params *p, uint64_t no
 	b->mark_acc = 0;
 }
 
+/* A bucket's tokens after el ns, capped at its depth.  rate x el is only
+ * computed when it cannot pass the room left: past ~74 Gbit/s, rate x 1 s
+ * no longer fits in an int64_t. */
+static int64_t refilled(const struct jk_bucket *k, uint64_t el)
+{
+	uint64_t room;
+
+	if (k->tokens >= k->depth)
+		return k->depth;
+	room = (uint64_t)(k->depth - k->tokens);
+	if (k->rate && el > room / k->rate)
+		return k->depth;
+	return k->tokens + (int64_t)(k->rate * el);
+}
+
 static void refill(struct jk_dhtb *b, uint64_t now_ns)
 {
 	uint64_t el = now_ns > b->last_ns ? now_ns - b->last_ns : 0;
@@ -64,13 +79,8 @@ static void refill(struct jk_dhtb *b, uint64_t now_ns)
 	if (el > MAX_REFILL_NS)
 		el = MAX_REFILL_NS;
 	b->last_ns = now_ns > b->last_ns ? now_ns : b->last_ns;
-	for (int i = 0; i < 3; i++) {
-		struct jk_bucket *k = ks[i];
-
-		k->tokens += (int64_t)(k->rate * el);
-		if (k->tokens > k->depth)
-			k->tokens = k->depth;
-	}
+	for (int i = 0; i < 3; i++)
+		ks[i]->tokens = refilled(ks[i], el);
 }
 
 /* Root tokens may go below zero (guaranteed traffic is charged there too),
@@ -139,9 +149,9 @@ enum jk_dhtb_verdict jk_dhtb_admit(struct jk_dhtb *b, enum jk_dhtb_class c, stru
 	if (c == JK_DHTB_RDMA) {
 		uint64_t debt;
 
+		/* Within tokens, charged once; ACK/NAK/CNP over the limit pass
+		 * anyway, without adding to the debt. */
 		if (take(b, c, cost) || ctrl) {
-			if (ctrl && b->cls[c].tokens >= cost)
-				b->cls[c].tokens -= cost;
 			passed(b, c, len);
 			return JK_DHTB_PASS;
 		}
@@ -194,7 +204,8 @@ unsigned jk_dhtb_release(struct jk_dhtb *b, uint64_t now_ns, struct jk_pkt **out
 		struct jk_pkt *p = b->head;
 		uint32_t len = p->verdict.shaped_len;
 
-		if (!take(b, JK_DHTB_TCP, (int64_t)len * NS_PER_S))
+		/* Re-configured to unlimited: what waited goes at once. */
+		if (jk_dhtb_limited(b) && !take(b, JK_DHTB_TCP, (int64_t)len * NS_PER_S))
 			break;
 		b->head = p->next;
 		if (!b->head)
@@ -215,13 +226,15 @@ uint64_t jk_dhtb_next_ns(const struct jk_dhtb *b, uint64_t now_ns)
 
 	if (!b->head)
 		return 0;
+	if (!jk_dhtb_limited(b))
+		return now_ns;
 	cost = (int64_t)b->head->verdict.shaped_len * NS_PER_S;
 	/* Tokens as they will be at now_ns. */
 	el = now_ns > b->last_ns ? now_ns - b->last_ns : 0;
 	if (el > MAX_REFILL_NS)
 		el = MAX_REFILL_NS;
-	need_cls = cost - (b->cls[JK_DHTB_TCP].tokens + (int64_t)(b->cls[JK_DHTB_TCP].rate * el));
-	need_root = cost - (b->root.tokens + (int64_t)(b->root.rate * el));
+	need_cls = cost - refilled(&b->cls[JK_DHTB_TCP], el);
+	need_root = cost - refilled(&b->root, el);
 	if (need_cls <= 0 || need_root <= 0)
 		return now_ns;
 	wait_cls = b->cls[JK_DHTB_TCP].rate ? (uint64_t)need_cls / b->cls[JK_DHTB_TCP].rate + 1 : UINT64_MAX / 2;
