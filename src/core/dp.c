@@ -154,6 +154,17 @@ int jk_dp_vnic_del(struct jk_dp *dp, uint16_t id)
 				dp->orphans = q[i];
 			}
 	}
+	/* Frames other vNICs' egress queues hold for it leave, in turn, as
+	 * drops: not to a vNIC that is gone, nor to one that takes its slot. */
+	for (unsigned o = 0; o < JK_MAX_VNICS; o++) {
+		if (o == id || !dp->vnics[o].in_use)
+			continue;
+		for (struct jk_pkt *p = dp->vnics[o].dhtb[JK_DIR_EGRESS].head; p; p = p->next)
+			if (p->verdict.then == JK_ACT_TO_VNIC && p->verdict.out_vnic == id) {
+				p->verdict.then = JK_ACT_DROP;
+				p->verdict.drop = JK_DROP_VNIC_DOWN;
+			}
+	}
 	v->in_use = false;
 	return 0;
 }
@@ -198,6 +209,11 @@ unsigned jk_dp_release(struct jk_dp *dp, uint64_t now_ns, struct jk_pkt **out, u
 
 				dp->held--;
 				p->verdict.action = p->verdict.then;
+				if (p->verdict.action == JK_ACT_DROP) {  /* its destination was deleted */
+					drop(dp, v, p, (enum jk_drop)p->verdict.drop);
+					out[n++] = p;
+					continue;
+				}
 				if (p->verdict.ce)
 					mark_ce(p);
 				complete(dp, v, (enum jk_dir)dir, p, now_ns);
