@@ -1,0 +1,875 @@
+/* test-dhtb.c — one DHTB (core/dhtb.c) on its own: unlimited, borrowing,
+ * weighted shares, graded RDMA marking and the ceiling, control packets,
+ * the TCP shaper queue, jk_dhtb_next_ns, re-configuration and counters.
+ *
+ * Time is driven by the test (no clock, no sleep).  "Greedy" senders send
+ * as fast as tokens allow: TCP keeps its shaper queue non-empty and is
+ * released at jk_dhtb_next_ns(); RDMA (whose congestion control would keep
+ * it out of debt) sends whenever a packet fits in its class or root tokens.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "core/dhtb.h"
+
+#define NS 1000000000ull
+#define MS 1000000ull
+#define US 1000ull
+
+#define MBIT 1000000ull
+#define GBIT 1000000000ull
+
+#define RDMA JK_DHTB_RDMA
+#define TCP  JK_DHTB_TCP
+
+/* ---- packet pool: packets the queue may hold, tagged in order ------------ */
+
+#define POOL_N 512
+#define TAG(p) ((p)->meta.bth_psn)
+
+struct pool {
+	struct jk_pkt pkt[POOL_N];
+	struct jk_pkt *free[POOL_N];
+	unsigned nfree;
+};
+
+/* Each case gets a fresh pool and two zeroed buckets (freed by teardown,
+ * also when an assertion fails). */
+static struct pool *g_pool;
+static struct jk_dhtb *g_bucket[2];
+static unsigned g_nbuckets;
+
+static int setup(void **state)
+{
+	g_pool = calloc(1, sizeof(*g_pool));
+	g_bucket[0] = calloc(1, sizeof(struct jk_dhtb));
+	g_bucket[1] = calloc(1, sizeof(struct jk_dhtb));
+	g_nbuckets = 0;
+	if (!g_pool || !g_bucket[0] || !g_bucket[1])
+		return -1;
+	for (unsigned i = 0; i < POOL_N; i++)
+		g_pool->free[g_pool->nfree++] = &g_pool->pkt[POOL_N - 1 - i];
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	free(g_pool);
+	free(g_bucket[0]);
+	free(g_bucket[1]);
+	return 0;
+}
+
+static struct pool *fixture_pool(void)
+{
+	return g_pool;
+}
+
+static struct jk_pkt *pkt_get(struct pool *pl, uint32_t len, uint32_t tag)
+{
+	struct jk_pkt *p;
+
+	assert_true(pl->nfree > 0);
+	p = pl->free[--pl->nfree];
+	jk_pkt_reset(p, len);
+	memset(&p->verdict, 0, sizeof(p->verdict));
+	p->verdict.shaped_len = len;
+	p->next = (struct jk_pkt *)(uintptr_t)0x1;   /* the DHTB must set it */
+	TAG(p) = tag;
+	return p;
+}
+
+static void pkt_put(struct pool *pl, struct jk_pkt *p)
+{
+	assert_true(pl->nfree < POOL_N);
+	pl->free[pl->nfree++] = p;
+}
+
+/* Admits one packet; the pool takes back what the bucket does not hold. */
+static enum jk_dhtb_verdict admit(struct jk_dhtb *b, struct pool *pl, enum jk_dhtb_class c, uint32_t len,
+				  bool ctrl, bool ect, uint64_t now, uint32_t tag)
+{
+	struct jk_pkt *p = pkt_get(pl, len, tag);
+	enum jk_dhtb_verdict v = jk_dhtb_admit(b, c, p, len, ctrl, ect, now);
+
+	if (v != JK_DHTB_HOLD)
+		pkt_put(pl, p);
+	return v;
+}
+
+static struct jk_dhtb *bucket_new(const struct jk_dhtb_params *p, uint64_t now)
+{
+	struct jk_dhtb *b;
+
+	assert_true(g_nbuckets < 2);
+	b = g_bucket[g_nbuckets++];
+	jk_dhtb_init(b, p, now);
+	return b;
+}
+
+static void params(struct jk_dhtb_params *p, uint64_t rate_bps, uint32_t w_rdma, uint32_t w_tcp)
+{
+	jk_dhtb_params_default(p, rate_bps);
+	p->weight[RDMA] = w_rdma;
+	p->weight[TCP] = w_tcp;
+}
+
+/* An RDMA packet of len bytes would pass within tokens (class or root),
+ * with the buckets as refilled at the last admit/release. */
+static bool rdma_fits(const struct jk_dhtb *b, uint32_t len)
+{
+	int64_t cost = (int64_t)len * (int64_t)NS;
+
+	return b->cls[RDMA].tokens >= cost || b->root.tokens >= cost;
+}
+
+/* Debt of the RDMA class in bytes (0 when it has tokens). */
+static uint64_t rdma_debt(const struct jk_dhtb *b)
+{
+	return b->cls[RDMA].tokens < 0 ? (uint64_t)(-b->cls[RDMA].tokens) / NS : 0;
+}
+
+static double rel_err(double got, double want)
+{
+	return (got - want) / want;
+}
+
+/* ---- unlimited ------------------------------------------------------------ */
+
+static void unlimited_passes_everything(void **state)
+{
+	struct jk_dhtb_params p;
+	struct pool *pl = fixture_pool();
+	struct jk_dhtb *b;
+	struct jk_pkt *out[8];
+
+	jk_dhtb_params_default(&p, 0);
+	b = bucket_new(&p, 0);
+	assert_false(jk_dhtb_limited(b));
+	for (unsigned i = 0; i < 10000; i++) {
+		/* 10000 x 9000 B at one instant: 90 MB in 0 ns */
+		assert_int_equal(admit(b, pl, RDMA, 9000, false, true, 5, i), JK_DHTB_PASS);
+		assert_int_equal(admit(b, pl, RDMA, 9000, false, false, 5, i), JK_DHTB_PASS);
+		assert_int_equal(admit(b, pl, RDMA, 64, true, true, 5, i), JK_DHTB_PASS);
+		assert_int_equal(admit(b, pl, TCP, 9000, false, true, 5, i), JK_DHTB_PASS);
+	}
+	assert_int_equal(b->st[RDMA].packets, 30000);
+	assert_int_equal(b->st[RDMA].bytes, 10000ull * (9000 + 9000 + 64));
+	assert_int_equal(b->st[TCP].packets, 10000);
+	assert_int_equal(b->st[TCP].bytes, 10000ull * 9000);
+	for (int c = 0; c < JK_DHTB__CLASSES; c++) {
+		assert_int_equal(b->st[c].marked, 0);
+		assert_int_equal(b->st[c].queued, 0);
+		assert_int_equal(b->st[c].dropped, 0);
+		assert_int_equal(b->st[c].borrowed, 0);
+	}
+	assert_null(b->head);
+	assert_int_equal(jk_dhtb_next_ns(b, 5), 0);
+	assert_int_equal(jk_dhtb_release(b, 5, out, 8), 0);
+	assert_int_equal(pl->nfree, POOL_N);
+}
+
+/* ---- work-conserving borrowing ------------------------------------------- */
+
+/* TCP alone, greedy, 1500-byte packets, released at jk_dhtb_next_ns():
+ * it gets the whole rate (its class guarantees half, the rest is the idle
+ * RDMA class's share, borrowed from the root). */
+static void tcp_alone_gets_whole_rate(void **state)
+{
+	const uint64_t rate = 100 * MBIT, Bps = rate / 8;
+	struct jk_dhtb_params p;
+	struct pool *pl = fixture_pool();
+	struct jk_dhtb *b;
+	struct jk_pkt *out[JK_DHTB_RELEASE_MAX];
+	uint64_t t = 0, first_s = 0, steady = 0, pkts = 0;
+	uint32_t tag = 0, want = 0;
+
+	params(&p, rate, 1, 1);
+	b = bucket_new(&p, 0);
+	while (t < 1100 * MS) {
+		unsigned n;
+		uint64_t next;
+
+		while (b->q_pkts < 4) {         /* greedy: always something waiting */
+			enum jk_dhtb_verdict v = admit(b, pl, TCP, 1500, false, false, t, tag);
+
+			assert_true(v == JK_DHTB_PASS || v == JK_DHTB_HOLD);
+			if (v == JK_DHTB_PASS) {
+				assert_int_equal(tag, want);
+				want++;
+				first_s += t < 1000 * MS ? 1500 : 0;
+				steady += t >= 100 * MS ? 1500 : 0;
+				pkts++;
+			}
+			tag++;
+		}
+		next = jk_dhtb_next_ns(b, t);
+		assert_true(next >= t);
+		t = next;
+		n = jk_dhtb_release(b, t, out, JK_DHTB_RELEASE_MAX);
+		assert_true(n >= 1);            /* next_ns was not too early */
+		for (unsigned i = 0; i < n; i++) {
+			assert_int_equal(TAG(out[i]), want);  /* FIFO */
+			want++;
+			first_s += t < 1000 * MS ? 1500 : 0;
+			steady += t >= 100 * MS ? 1500 : 0;
+			pkts++;
+			pkt_put(pl, out[i]);
+		}
+	}
+	print_message("tcp alone: first second %.4f x rate, steady second %.4f x rate, borrowed %.3f\n",
+		      (double)first_s / (double)Bps, (double)steady / (double)Bps,
+		      (double)b->st[TCP].borrowed / (double)pkts);
+	/* The first second includes one burst (10 ms at the rate). */
+	assert_true(rel_err((double)first_s, (double)Bps) >= -0.02);
+	assert_true(rel_err((double)first_s, (double)Bps) <= 0.02);
+	assert_true(rel_err((double)steady, (double)Bps) >= -0.02);
+	assert_true(rel_err((double)steady, (double)Bps) <= 0.02);
+	/* About half of it borrowed: the class guarantees only rate/2. */
+	assert_true(b->st[TCP].borrowed > pkts * 45 / 100);
+	assert_true(b->st[TCP].borrowed < pkts * 55 / 100);
+	assert_int_equal(b->st[TCP].packets, pkts);
+	assert_int_equal(b->st[TCP].dropped, 0);
+}
+
+/* RDMA alone, sending whenever tokens allow, gets the whole rate too. */
+static void rdma_alone_gets_whole_rate(void **state)
+{
+	const uint64_t rate = 100 * MBIT, Bps = rate / 8;
+	struct jk_dhtb_params p;
+	struct pool *pl = fixture_pool();
+	struct jk_dhtb *b;
+	uint64_t steady = 0, pkts = 0;
+
+	params(&p, rate, 1, 3);              /* its own class is only a quarter */
+	b = bucket_new(&p, 0);
+	for (uint64_t t = 0; t < 1100 * MS; t += 10 * US) {
+		/* a zero-length control packet refills the buckets to t */
+		assert_int_equal(admit(b, pl, RDMA, 0, true, false, t, 0), JK_DHTB_PASS);
+		while (rdma_fits(b, 1500)) {
+			assert_int_equal(admit(b, pl, RDMA, 1500, false, true, t, 0), JK_DHTB_PASS);
+			steady += t >= 100 * MS ? 1500 : 0;
+			pkts++;
+		}
+	}
+	print_message("rdma alone (weight 1:3): steady second %.4f x rate\n", (double)steady / (double)Bps);
+	assert_true(rel_err((double)steady, (double)Bps) >= -0.02);
+	assert_true(rel_err((double)steady, (double)Bps) <= 0.02);
+	assert_true(b->st[RDMA].borrowed > pkts * 70 / 100);
+	assert_int_equal(b->st[RDMA].marked, 0);
+}
+
+/* Both classes greedy: each gets rate x w / sum(w). */
+static void shares_for(uint32_t w_rdma, uint32_t w_tcp)
+{
+	const uint64_t rate = 100 * MBIT, Bps = rate / 8;
+	const double want = (double)w_rdma / (double)(w_rdma + w_tcp);
+	struct jk_dhtb_params p;
+	struct pool *pl = fixture_pool();
+	struct jk_dhtb *b;
+	struct jk_pkt *out[JK_DHTB_RELEASE_MAX];
+	uint64_t got[JK_DHTB__CLASSES] = { 0, 0 };
+	uint32_t tag = 0, next_tag = 0;
+	double share, total;
+
+	params(&p, rate, w_rdma, w_tcp);
+	b = bucket_new(&p, 0);
+	for (uint64_t t = 0; t < 1100 * MS; t += 10 * US) {
+		unsigned n = jk_dhtb_release(b, t, out, JK_DHTB_RELEASE_MAX);
+
+		for (unsigned i = 0; i < n; i++) {
+			assert_int_equal(TAG(out[i]), next_tag++);
+			got[TCP] += t >= 100 * MS ? 1500 : 0;
+			pkt_put(pl, out[i]);
+		}
+		while (b->q_pkts < 4) {
+			enum jk_dhtb_verdict v = admit(b, pl, TCP, 1500, false, true, t, tag++);
+
+			assert_true(v == JK_DHTB_PASS || v == JK_DHTB_HOLD);
+			if (v == JK_DHTB_PASS) {
+				next_tag++;
+				got[TCP] += t >= 100 * MS ? 1500 : 0;
+			}
+		}
+		/* the buckets are refilled to t by now (release or admit) */
+		while (rdma_fits(b, 1500)) {
+			assert_int_equal(admit(b, pl, RDMA, 1500, false, true, t, 0), JK_DHTB_PASS);
+			got[RDMA] += t >= 100 * MS ? 1500 : 0;
+		}
+	}
+	total = (double)(got[RDMA] + got[TCP]);
+	share = (double)got[RDMA] / total;
+	print_message("weights %u:%u: rdma %.4f (want %.4f), total %.4f x rate\n", w_rdma, w_tcp, share, want,
+		      total / (double)Bps);
+	assert_true(rel_err(share, want) >= -0.05 && rel_err(share, want) <= 0.05);
+	assert_true(rel_err(1 - share, 1 - want) >= -0.05 && rel_err(1 - share, 1 - want) <= 0.05);
+	assert_true(rel_err(total, (double)Bps) >= -0.02 && rel_err(total, (double)Bps) <= 0.02);
+	assert_int_equal(b->st[TCP].dropped, 0);
+	assert_int_equal(b->st[TCP].marked, 0);         /* never more than 4 queued */
+	assert_int_equal(b->st[RDMA].marked, 0);        /* never in debt */
+	/* hand the queue back and the bucket for the next weights */
+	{
+		unsigned n = jk_dhtb_flush(b, out, JK_DHTB_RELEASE_MAX);
+
+		assert_int_equal(n, 4);
+		for (unsigned i = 0; i < n; i++)
+			pkt_put(pl, out[i]);
+		assert_null(b->head);
+		assert_null(b->tail);
+		assert_int_equal(pl->nfree, POOL_N);
+		memset(b, 0, sizeof(*b));
+		g_nbuckets--;
+	}
+}
+
+static void shares_follow_weights(void **state)
+{
+	shares_for(1, 1);
+	shares_for(3, 1);
+	shares_for(1, 3);
+}
+
+/* ---- RDMA over the limit ------------------------------------------------- */
+
+/* 8 Mbit/s = 1 MB/s, root 64 KiB, classes 32 KiB each; marking graded
+ * from 20 kB to 120 kB of debt up to 50 %, ceiling at 300 kB. */
+static void rdma_params(struct jk_dhtb_params *p)
+{
+	params(p, 8 * MBIT, 1, 1);
+	p->burst_bytes = 65536;
+	p->mark_kmin = 20000;
+	p->mark_kmax = 120000;
+	p->mark_pmax_ppm = 500000;
+	p->ceiling = 300000;
+}
+
+#define RUN_N 400
+
+struct rdma_run {
+	enum jk_dhtb_verdict v[RUN_N];
+	uint64_t debt[RUN_N];           /* after the packet */
+};
+
+/* RDMA 1000-byte packets all at one instant (no refill): the class goes
+ * deeper into debt by 1000 bytes a packet. */
+static void rdma_burst(struct jk_dhtb *b, struct pool *pl, bool ect, struct rdma_run *r)
+{
+	for (unsigned i = 0; i < RUN_N; i++) {
+		r->v[i] = admit(b, pl, RDMA, 1000, false, ect, 1000, i);
+		r->debt[i] = rdma_debt(b);
+	}
+}
+
+static void rdma_marked_with_debt_never_dropped_below_ceiling(void **state)
+{
+	struct jk_dhtb_params p;
+	struct pool *pl = fixture_pool();
+	struct jk_dhtb *b, *b2;
+	static struct rdma_run r, r2;
+	unsigned marks_q[4] = { 0, 0, 0, 0 }, between = 0, marks = 0, passed = 0, dropped = 0;
+	double expect = 0;
+
+	rdma_params(&p);
+	b = bucket_new(&p, 1000);
+	rdma_burst(b, pl, true, &r);
+	for (unsigned i = 0; i < RUN_N; i++) {
+		uint64_t d = r.debt[i];
+
+		if (r.v[i] == JK_DHTB_DROP) {
+			dropped++;
+			/* dropped only past the ceiling; a drop adds no debt */
+			assert_true(d + 1000 > p.ceiling);
+			assert_int_equal(d, r.debt[i - 1]);
+			continue;
+		}
+		assert_int_equal(dropped, 0);   /* once dropping, always (no refill) */
+		passed++;
+		assert_true(d <= p.ceiling);
+		if (d <= p.mark_kmin) {
+			assert_int_equal(r.v[i], JK_DHTB_PASS);
+		} else if (d >= p.mark_kmax) {
+			assert_int_equal(r.v[i], JK_DHTB_MARK);
+			marks++;
+		} else {
+			unsigned q = (unsigned)((d - p.mark_kmin) * 4 / (p.mark_kmax - p.mark_kmin));
+
+			between++;
+			expect += (double)p.mark_pmax_ppm * (double)(d - p.mark_kmin) /
+				  (double)(p.mark_kmax - p.mark_kmin) / 1e6;
+			if (r.v[i] == JK_DHTB_MARK) {
+				marks_q[q]++;
+				marks++;
+			}
+		}
+	}
+	print_message("rdma: passed %u, dropped %u; between kmin and kmax %u packets, marks by quarter %u %u %u %u "
+		      "(expected %.1f in all)\n", passed, dropped, between, marks_q[0], marks_q[1], marks_q[2],
+		      marks_q[3], expect);
+	/* the ceiling is reached, and everything up to it passed */
+	assert_true(dropped > 0);
+	assert_true(r.debt[RUN_N - 1] + 1000 > p.ceiling);
+	/* graded: some marks between kmin and kmax, rising with debt, as many as the probabilities add up to */
+	assert_true(between >= 90);
+	{
+		unsigned sum = marks_q[0] + marks_q[1] + marks_q[2] + marks_q[3];
+
+		assert_true(sum > 0 && sum < between);
+		assert_true((double)sum >= expect - 1 && (double)sum <= expect + 1);
+	}
+	assert_true(marks_q[0] <= marks_q[1] && marks_q[1] <= marks_q[2] && marks_q[2] <= marks_q[3]);
+	assert_true(marks_q[0] < marks_q[3]);
+	assert_int_equal(b->st[RDMA].marked, marks);
+	assert_int_equal(b->st[RDMA].packets, passed);
+	assert_int_equal(b->st[RDMA].bytes, passed * 1000ull);
+	assert_int_equal(b->st[RDMA].dropped, dropped);
+	assert_int_equal(b->st[RDMA].queued, 0);
+	assert_null(b->head);
+
+	/* deterministic: the same sequence gives the same verdicts */
+	b2 = bucket_new(&p, 1000);
+	rdma_burst(b2, pl, true, &r2);
+	assert_memory_equal(r.v, r2.v, sizeof(r.v));
+
+	/* once the debt is repaid, packets pass unmarked again */
+	assert_int_equal(admit(b, pl, RDMA, 1000, false, true, 1000 + 1 * NS, 0), JK_DHTB_PASS);
+	assert_int_equal(rdma_debt(b), 0);
+}
+
+static void rdma_not_ect_unmarked_then_dropped_at_ceiling(void **state)
+{
+	struct jk_dhtb_params p;
+	struct pool *pl = fixture_pool();
+	struct jk_dhtb *b;
+	static struct rdma_run r;
+	unsigned passed = 0, dropped = 0;
+
+	rdma_params(&p);
+	b = bucket_new(&p, 1000);
+	rdma_burst(b, pl, false, &r);
+	for (unsigned i = 0; i < RUN_N; i++) {
+		if (r.v[i] == JK_DHTB_DROP) {
+			assert_true(r.debt[i] + 1000 > p.ceiling);
+			dropped++;
+			continue;
+		}
+		assert_int_equal(r.v[i], JK_DHTB_PASS);          /* never marked */
+		assert_int_equal(dropped, 0);
+		assert_true(r.debt[i] <= p.ceiling);
+		passed++;
+	}
+	assert_true(r.debt[passed - 1] >= p.mark_kmax);       /* well past where ECT is always marked */
+	assert_int_equal(dropped, RUN_N - passed);
+	assert_true(dropped > 0);
+	assert_int_equal(b->st[RDMA].marked, 0);
+	assert_int_equal(b->st[RDMA].dropped, dropped);
+	assert_int_equal(b->st[RDMA].packets, passed);
+}
+
+/* ACK/NAK/CNP pass unmarked whatever the debt, ECT or not, small or large. */
+static void rdma_ctrl_always_passes_unmarked(void **state)
+{
+	struct jk_dhtb_params p;
+	struct pool *pl = fixture_pool();
+	struct jk_dhtb *b;
+	static struct rdma_run r;
+	uint64_t pk, mk, dr, debt;
+
+	rdma_params(&p);
+	b = bucket_new(&p, 1000);
+	rdma_burst(b, pl, true, &r);                          /* at the ceiling, dropping */
+	assert_int_equal(r.v[RUN_N - 1], JK_DHTB_DROP);
+	pk = b->st[RDMA].packets;
+	mk = b->st[RDMA].marked;
+	dr = b->st[RDMA].dropped;
+	debt = rdma_debt(b);
+	for (unsigned i = 0; i < 100; i++) {
+		assert_int_equal(admit(b, pl, RDMA, 64, true, true, 1000, i), JK_DHTB_PASS);
+		assert_int_equal(admit(b, pl, RDMA, 64, true, false, 1000, i), JK_DHTB_PASS);
+		assert_int_equal(admit(b, pl, RDMA, 9000, true, true, 1000, i), JK_DHTB_PASS);
+	}
+	assert_int_equal(b->st[RDMA].packets, pk + 300);
+	assert_int_equal(b->st[RDMA].marked, mk);
+	assert_int_equal(b->st[RDMA].dropped, dr);
+	/* data is still dropped: control packets did not repay the debt */
+	assert_true(rdma_debt(b) >= debt);
+	assert_int_equal(admit(b, pl, RDMA, 1000, false, true, 1000, 0), JK_DHTB_DROP);
+}
+
+/* ---- the TCP shaper queue ------------------------------------------------ */
+
+/* Drains the queue, releasing at jk_dhtb_next_ns(); returns how many. */
+static unsigned drain(struct jk_dhtb *b, struct pool *pl, uint64_t *t, uint32_t *next_tag, const bool *ce_want)
+{
+	struct jk_pkt *out[JK_DHTB_RELEASE_MAX];
+	unsigned total = 0;
+
+	while (b->head) {
+		uint64_t next = jk_dhtb_next_ns(b, *t);
+		unsigned n;
+
+		assert_true(next >= *t);
+		*t = next;
+		n = jk_dhtb_release(b, *t, out, JK_DHTB_RELEASE_MAX);
+		assert_true(n >= 1);
+		for (unsigned i = 0; i < n; i++) {
+			assert_int_equal(TAG(out[i]), *next_tag);
+			if (ce_want)
+				assert_int_equal(out[i]->verdict.ce, ce_want[*next_tag]);
+			assert_null(out[i]->next);
+			(*next_tag)++;
+			pkt_put(pl, out[i]);
+		}
+		total += n;
+	}
+	assert_null(b->tail);
+	assert_int_equal(b->q_bytes, 0);
+	assert_int_equal(b->q_pkts, 0);
+	return total;
+}
+
+static void tcp_queue_fifo_bounded_marked(void **state)
+{
+	struct jk_dhtb_params p;
+	struct pool *pl = fixture_pool();
+	struct jk_dhtb *b;
+	bool ce_want[200];
+	unsigned passed = 0, held = 0, dropped = 0, marked = 0, released;
+	uint32_t next_tag = 0, tag;
+	uint64_t t = 1000;
+
+	/* 1 MB/s, root 64 KiB, TCP class 32 KiB; queue 30 kB, marked above 15 kB */
+	params(&p, 8 * MBIT, 1, 1);
+	p.burst_bytes = 65536;
+	p.queue_limit = 30000;
+	p.queue_mark = 15000;
+	b = bucket_new(&p, t);
+	memset(ce_want, 0, sizeof(ce_want));
+	for (tag = 0; tag < 100; tag++) {
+		bool ect = tag % 2 == 0;                /* every other packet ECT(0) */
+		struct jk_pkt *pk = pkt_get(pl, 1000, tag);
+		uint32_t q_before = b->q_bytes;
+		enum jk_dhtb_verdict v = jk_dhtb_admit(b, TCP, pk, 1000, false, ect, t);
+
+		if (v == JK_DHTB_PASS) {
+			assert_int_equal(held + dropped, 0);  /* nothing passes a queue */
+			assert_int_equal(tag, next_tag);
+			next_tag++;
+			passed++;
+			pkt_put(pl, pk);
+		} else if (v == JK_DHTB_HOLD) {
+			assert_int_equal(dropped, 0);
+			assert_true(q_before + 1000 <= p.queue_limit);
+			assert_int_equal(b->q_bytes, q_before + 1000);
+			assert_ptr_equal(b->tail, pk);
+			ce_want[tag] = ect && q_before > p.queue_mark;
+			assert_int_equal(pk->verdict.ce, ce_want[tag]);
+			marked += ce_want[tag];
+			held++;
+		} else {
+			assert_int_equal(v, JK_DHTB_DROP);
+			assert_true(q_before + 1000 > p.queue_limit);
+			assert_int_equal(b->q_bytes, q_before);
+			dropped++;
+			pkt_put(pl, pk);
+		}
+	}
+	/* 32 within the class, 33 on the root's remaining 33.5 kB, 30 queued, 5 dropped */
+	assert_int_equal(passed, 65);
+	assert_int_equal(held, 30);
+	assert_int_equal(dropped, 5);
+	assert_int_equal(marked, 7);            /* ECT ones among the 17th..30th queued */
+	assert_int_equal(b->q_pkts, 30);
+	assert_int_equal(b->st[TCP].queued, 30);
+	assert_int_equal(b->st[TCP].dropped, 5);
+	assert_int_equal(b->st[TCP].marked, 7);
+	assert_int_equal(b->st[TCP].packets, 65);
+
+	{
+		struct jk_pkt *out[4], *pk;
+		unsigned n;
+
+		/* 2.5 ms later a packet's worth of tokens are there, but a newcomer
+		 * still joins the tail: order is kept */
+		t += 2500 * US;
+		n = jk_dhtb_release(b, t, out, 1);    /* at most max */
+		assert_int_equal(n, 1);
+		assert_int_equal(TAG(out[0]), next_tag);
+		next_tag++;
+		pkt_put(pl, out[0]);
+		/* tag 95 (95..99 were dropped) follows the 29 still queued (66..94) */
+		pk = pkt_get(pl, 1000, 95);
+		assert_int_equal(jk_dhtb_admit(b, TCP, pk, 1000, false, false, t), JK_DHTB_HOLD);
+		assert_ptr_equal(b->tail, pk);
+	}
+	released = drain(b, pl, &t, &next_tag, ce_want);
+	assert_int_equal(released, 30);
+	assert_int_equal(next_tag, 96);
+	assert_int_equal(b->st[TCP].packets, 65 + 31);
+	assert_int_equal(b->st[TCP].bytes, (65 + 31) * 1000ull);
+	assert_int_equal(b->st[TCP].queued, 31);
+	assert_int_equal(b->st[TCP].dropped, 5);
+	assert_int_equal(pl->nfree, POOL_N);
+}
+
+/* ---- jk_dhtb_next_ns ----------------------------------------------------- */
+
+static void next_ns_is_when_release_succeeds(void **state)
+{
+	const uint32_t lens[] = { 1500, 64, 9000, 1000, 333 };
+	struct jk_dhtb_params p;
+	struct pool *pl = fixture_pool();
+	struct jk_dhtb *b, probe;
+	struct jk_pkt *out[JK_DHTB_RELEASE_MAX];
+	uint64_t t = 7;
+	uint32_t tag = 0, next_tag = 0;
+	unsigned rounds = 0, waits = 0;
+
+	params(&p, 10 * MBIT, 1, 1);
+	b = bucket_new(&p, t);
+	assert_int_equal(jk_dhtb_next_ns(b, t), 0);          /* empty */
+	/* fill: everything past the burst is queued */
+	while (b->q_pkts < 20) {
+		enum jk_dhtb_verdict v = admit(b, pl, TCP, lens[tag % 5], false, false, t, tag);
+
+		if (v == JK_DHTB_PASS)
+			next_tag++;
+		tag++;
+	}
+	while (rounds < 2000) {
+		uint64_t next = jk_dhtb_next_ns(b, t);
+		unsigned n;
+
+		assert_true(next >= t);
+		if (next > t) {
+			/* the head cannot go yet: not 1 us before ... */
+			probe = *b;
+			assert_int_equal(jk_dhtb_release(&probe, next - 1 * US, out, 1), 0);
+			/* ... and asking again later gives the same answer */
+			assert_int_equal(jk_dhtb_next_ns(b, t + (next - t) / 2), next);
+			t = next;
+			waits++;
+		}
+		assert_int_equal(jk_dhtb_next_ns(b, t), t);     /* due now */
+		n = jk_dhtb_release(b, t, out, 1);
+		assert_int_equal(n, 1);
+		assert_int_equal(TAG(out[0]), next_tag);
+		next_tag++;
+		pkt_put(pl, out[0]);
+		/* keep it loaded with mixed sizes */
+		while (b->q_pkts < 20) {
+			assert_int_equal(admit(b, pl, TCP, lens[tag % 5], false, false, t, tag), JK_DHTB_HOLD);
+			tag++;
+		}
+		rounds++;
+	}
+	print_message("next_ns: %u rounds, %u waits\n", rounds, waits);
+	assert_true(waits > 500);
+	/* after a long idle (more than the 1 s refill cap), due at once */
+	assert_int_equal(jk_dhtb_next_ns(b, t + 5 * NS), t + 5 * NS);
+}
+
+/* ---- re-configuration ---------------------------------------------------- */
+
+static unsigned fill_queue(struct jk_dhtb *b, struct pool *pl, uint64_t t, uint32_t *tag, unsigned n)
+{
+	unsigned passed = 0;
+
+	while (b->q_pkts < n) {
+		if (admit(b, pl, TCP, 1000, false, false, t, *tag) == JK_DHTB_PASS)
+			passed++;
+		(*tag)++;
+	}
+	return passed;
+}
+
+static void reinit_keeps_queue(void **state)
+{
+	struct jk_dhtb_params p;
+	struct pool *pl = fixture_pool();
+	struct jk_dhtb *b;
+	struct jk_pkt *out[64];
+	uint32_t tag = 0, next_tag = 0;
+	uint64_t t = 1000;
+	unsigned n;
+
+	params(&p, 8 * MBIT, 1, 1);
+	p.burst_bytes = 65536;
+	b = bucket_new(&p, t);
+	next_tag += fill_queue(b, pl, t, &tag, 20);
+	assert_int_equal(b->q_pkts, 20);
+
+	/* a faster rate: the queue stays, in order, and drains at the new rate */
+	params(&p, 80 * MBIT, 3, 1);
+	p.burst_bytes = 16384;
+	jk_dhtb_init(b, &p, t);
+	assert_int_equal(b->q_pkts, 20);
+	assert_int_equal(b->q_bytes, 20000);
+	assert_int_equal(drain(b, pl, &t, &next_tag, NULL), 20);
+	assert_int_equal(next_tag, tag);
+	assert_int_equal(b->st[TCP].queued, 20);
+
+	/* re-configured with the queue full, to unlimited: it all goes at once */
+	params(&p, 8 * MBIT, 1, 1);
+	p.burst_bytes = 65536;
+	jk_dhtb_init(b, &p, t);
+	next_tag += fill_queue(b, pl, t, &tag, 100);
+	assert_int_equal(b->q_pkts, 100);
+	jk_dhtb_params_default(&p, 0);
+	jk_dhtb_init(b, &p, t);
+	assert_false(jk_dhtb_limited(b));
+	assert_int_equal(b->q_pkts, 100);
+	assert_int_equal(jk_dhtb_next_ns(b, t + 1), t + 1);
+	n = jk_dhtb_release(b, t + 1, out, 64);
+	assert_int_equal(n, 64);
+	for (unsigned i = 0; i < 64; i++) {
+		assert_int_equal(TAG(out[i]), next_tag++);
+		pkt_put(pl, out[i]);
+	}
+	n = jk_dhtb_release(b, t + 1, out, 64);
+	assert_int_equal(n, 36);
+	for (unsigned i = 0; i < n; i++) {
+		assert_int_equal(TAG(out[i]), next_tag++);
+		pkt_put(pl, out[i]);
+	}
+	assert_null(b->head);
+	assert_null(b->tail);
+	assert_int_equal(b->q_bytes, 0);
+	assert_int_equal(jk_dhtb_next_ns(b, t + 1), 0);
+	assert_int_equal(pl->nfree, POOL_N);
+}
+
+/* ---- counters ------------------------------------------------------------ */
+
+/* A scripted sequence at one instant, 1 MB/s, root 64 KiB (65536 B),
+ * classes 32 KiB (32768 B), every packet 1000 B.  Each step's effect on
+ * the buckets is worked out by hand. */
+static void counters_match(void **state)
+{
+	struct jk_dhtb_params p;
+	struct pool *pl = fixture_pool();
+	struct jk_dhtb *b;
+	struct jk_pkt *out[32];
+	const uint64_t t = 1000;
+
+	params(&p, 8 * MBIT, 1, 1);
+	p.burst_bytes = 65536;
+	p.mark_kmin = 2000;
+	p.mark_kmax = 3000;
+	p.mark_pmax_ppm = 1000000;
+	p.ceiling = 5000;
+	p.queue_limit = 10000;
+	p.queue_mark = 100000;                       /* never */
+	b = bucket_new(&p, t);
+
+	/* 16 ACKs within the RDMA class: class 16768, root 49536 */
+	for (unsigned i = 0; i < 16; i++)
+		assert_int_equal(admit(b, pl, RDMA, 1000, true, true, t, i), JK_DHTB_PASS);
+	/* 16 data packets: still within the class (768 left), root 33536 */
+	for (unsigned i = 0; i < 16; i++)
+		assert_int_equal(admit(b, pl, RDMA, 1000, false, true, t, i), JK_DHTB_PASS);
+	assert_int_equal(b->st[RDMA].borrowed, 0);   /* an ACK is charged once */
+	/* 45 TCP: 32 in the class (root 1536), 1 borrowed (root 536), 10
+	 * queued (10 kB, the limit), 2 dropped */
+	for (unsigned i = 0; i < 45; i++) {
+		enum jk_dhtb_verdict want = i < 33 ? JK_DHTB_PASS : i < 43 ? JK_DHTB_HOLD : JK_DHTB_DROP;
+
+		assert_int_equal(admit(b, pl, TCP, 1000, false, false, t, i), want);
+	}
+	/* 6 RDMA data over the limit (class 768): debts 232, 1232, 2232
+	 * (p = 23.2 %: not yet), 3232 and 4232 (>= kmax: marked), 5232 (past
+	 * the ceiling: dropped) */
+	assert_int_equal(admit(b, pl, RDMA, 1000, false, true, t, 0), JK_DHTB_PASS);
+	assert_int_equal(admit(b, pl, RDMA, 1000, false, true, t, 0), JK_DHTB_PASS);
+	assert_int_equal(admit(b, pl, RDMA, 1000, false, true, t, 0), JK_DHTB_PASS);
+	assert_int_equal(admit(b, pl, RDMA, 1000, false, true, t, 0), JK_DHTB_MARK);
+	assert_int_equal(admit(b, pl, RDMA, 1000, false, true, t, 0), JK_DHTB_MARK);
+	assert_int_equal(admit(b, pl, RDMA, 1000, false, true, t, 0), JK_DHTB_DROP);
+	assert_int_equal(rdma_debt(b), 4232);
+	/* 1 s later the queue goes out within the TCP class */
+	assert_int_equal(jk_dhtb_release(b, t + NS, out, 32), 10);
+	for (unsigned i = 0; i < 10; i++)
+		pkt_put(pl, out[i]);
+
+	assert_int_equal(b->st[RDMA].packets, 37);
+	assert_int_equal(b->st[RDMA].bytes, 37000);
+	assert_int_equal(b->st[RDMA].marked, 2);
+	assert_int_equal(b->st[RDMA].queued, 0);
+	assert_int_equal(b->st[RDMA].dropped, 1);
+	assert_int_equal(b->st[RDMA].borrowed, 0);
+	assert_int_equal(b->st[TCP].packets, 43);
+	assert_int_equal(b->st[TCP].bytes, 43000);
+	assert_int_equal(b->st[TCP].marked, 0);
+	assert_int_equal(b->st[TCP].queued, 10);
+	assert_int_equal(b->st[TCP].dropped, 2);
+	assert_int_equal(b->st[TCP].borrowed, 1);
+	assert_int_equal(pl->nfree, POOL_N);
+}
+
+/* ---- high rates ---------------------------------------------------------- */
+
+/* 100 Gbit/s with RDMA weighted 3:1: after an idle second (the refill
+ * cap) the buckets are simply full again. */
+static void high_rate_refill_after_idle(void **state)
+{
+	struct jk_dhtb_params p;
+	struct pool *pl = fixture_pool();
+	struct jk_dhtb *b;
+	struct jk_pkt *out[JK_DHTB_RELEASE_MAX];
+	uint64_t t = 1000;
+	uint32_t tag = 0;
+	unsigned n;
+
+	params(&p, 100 * GBIT, 3, 1);
+	p.burst_bytes = 1000000;                     /* 1 MB: classes 750 kB / 250 kB */
+	b = bucket_new(&p, t);
+	/* empty every bucket: RDMA into debt, TCP queued */
+	while (b->cls[RDMA].tokens >= 0)
+		admit(b, pl, RDMA, 9000, false, false, t, 0);
+	fill_queue(b, pl, t, &tag, 10);
+	/* two seconds later: the queue leaves, RDMA passes without debt */
+	t += 2 * NS;
+	assert_int_equal(jk_dhtb_next_ns(b, t), t);
+	n = jk_dhtb_release(b, t, out, JK_DHTB_RELEASE_MAX);
+	assert_int_equal(n, 10);
+	for (unsigned i = 0; i < n; i++)
+		pkt_put(pl, out[i]);
+	for (unsigned i = 0; i < 50; i++) {
+		assert_int_equal(admit(b, pl, RDMA, 9000, false, true, t, 0), JK_DHTB_PASS);
+		assert_int_equal(admit(b, pl, TCP, 1500, false, true, t, 0), JK_DHTB_PASS);
+	}
+	assert_int_equal(rdma_debt(b), 0);
+	assert_true(b->cls[RDMA].tokens > 0 && b->cls[RDMA].tokens <= b->cls[RDMA].depth);
+	assert_true(b->root.tokens > 0 && b->root.tokens <= b->root.depth);
+	assert_int_equal(b->st[RDMA].dropped, 0);
+	/* and a queued packet's release time is right too */
+	fill_queue(b, pl, t, &tag, 1);
+	assert_true(jk_dhtb_next_ns(b, t + 2 * NS) == t + 2 * NS);
+}
+
+#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		T(unlimited_passes_everything),
+		T(tcp_alone_gets_whole_rate),
+		T(rdma_alone_gets_whole_rate),
+		T(shares_follow_weights),
+		T(rdma_marked_with_debt_never_dropped_below_ceiling),
+		T(rdma_not_ect_unmarked_then_dropped_at_ceiling),
+		T(rdma_ctrl_always_passes_unmarked),
+		T(tcp_queue_fifo_bounded_marked),
+		T(next_ns_is_when_release_succeeds),
+		T(reinit_keeps_queue),
+		T(counters_match),
+		T(high_rate_refill_after_idle),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
