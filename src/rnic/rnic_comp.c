@@ -149,6 +149,9 @@ static void do_ack(struct rnic_qp *qp, struct rnic_pkt *pkt, uint64_t now_ns)
 	switch (syn & AETH_TYPE_MASK) {
 	case AETH_ACK:
 		dev->cnt.acks_rx++;
+		if (dev->trace > 1)
+			fprintf(stderr, "qp %#x: ack psn %#x (comp %#x max %#x)\n", qp->qpn, psn,
+				qp->comp.psn, qp->req.max_psn);
 		if (!psn_valid(qp, psn, 0)) {
 			/* older than what is acknowledged: stale; else unsent */
 			if (psn_compare(psn, qp->comp.psn) < 0)
@@ -236,6 +239,8 @@ static void do_read_resp(struct rnic_qp *qp, struct rnic_pkt *pkt, uint64_t now_
 		return;
 	}
 	if (!psn_valid(qp, psn, 0)) {
+		rnic_trace(dev, "qp %#x: read response psn %#x not sent for (max %#x)\n",
+			   qp->qpn, psn, qp->req.max_psn);
 		dev->cnt.drop_bad_resp++;
 		return;
 	}
@@ -255,6 +260,7 @@ static void do_read_resp(struct rnic_qp *qp, struct rnic_pkt *pkt, uint64_t now_
 	w = sq_wqe(qp, qp->sq_tail);
 	if (w->opcode != RNIC_WR_RDMA_READ || psn_compare(psn, w->first_psn) < 0 ||
 	    psn_compare(psn, w->last_psn) > 0) {
+		rnic_trace(dev, "qp %#x: read response psn %#x matches no READ\n", qp->qpn, psn);
 		dev->cnt.drop_bad_resp++;
 		return;
 	}
@@ -264,6 +270,7 @@ static void do_read_resp(struct rnic_qp *qp, struct rnic_pkt *pkt, uint64_t now_
 	if (plen > qp->mtu || plen > remaining ||
 	    (last_pkt ? plen != remaining : plen != qp->mtu) ||
 	    (!(pkt->mask & RNIC_LAST) && last_pkt)) {
+		rnic_trace(dev, "qp %#x: read response psn %#x: bad length %u\n", qp->qpn, psn, plen);
 		dev->cnt.drop_bad_len++;
 		return;
 	}

@@ -8,11 +8,18 @@
  * transport headers and the payload with pad, then inverted.  The CRC state
  * after the masked LRH is the constant RNIC_ICRC_SEED.
  *
- * CRC-32 here is slice-by-8 over tables built once (pthread_once).
+ * CRC-32 here is slice-by-8 over tables built once (pthread_once), and on
+ * x86-64 CPUs with PCLMULQDQ a carry-less multiplication fold (Intel,
+ * "Fast CRC Computation for Generic Polynomials Using PCLMULQDQ", 2009)
+ * for the bulk of long buffers: four 128-bit lanes folded 64 bytes at a
+ * time, then to one lane, then Barrett-reduced to 32 bits.
  */
 #include <errno.h>
 #include <pthread.h>
 #include <sys/uio.h>
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 #include "rnic/rnic_hdr.h"
 
@@ -21,6 +28,7 @@
 
 static uint32_t crc_tab[8][256];
 static pthread_once_t crc_once = PTHREAD_ONCE_INIT;
+static int have_clmul;
 
 static void crc_init(void)
 {
@@ -35,13 +43,98 @@ static void crc_init(void)
 		for (int t = 1; t < 8; t++)
 			crc_tab[t][i] = (crc_tab[t - 1][i] >> 8) ^
 					crc_tab[0][crc_tab[t - 1][i] & 0xff];
+#if defined(__x86_64__)
+	__builtin_cpu_init();
+	have_clmul = __builtin_cpu_supports("pclmul") && __builtin_cpu_supports("sse4.1");
+#endif
 }
+
+#if defined(__x86_64__)
+#define CLMUL_MIN 128   /* below this the tables win */
+
+/* Folding constants of the reflected CRC-32 polynomial: x^(4*128+32),
+ * x^(4*128-32) mod P (fold by 64 bytes), x^(128+32), x^(128-32) (by 16),
+ * x^64 (128 -> 64 bits), and P' / mu for the Barrett reduction. */
+#define K1 0x154442bd4ull
+#define K2 0x1c6e41596ull
+#define K3 0x1751997d0ull
+#define K4 0x0ccaa009eull
+#define K5 0x163cd6124ull
+#define P_ 0x1db710641ull
+#define MU 0x1f7011641ull
+
+__attribute__((target("pclmul,sse4.1")))
+static inline __m128i fold16(__m128i x, __m128i k, __m128i next)
+{
+	return _mm_xor_si128(_mm_xor_si128(_mm_clmulepi64_si128(x, k, 0x00),
+					   _mm_clmulepi64_si128(x, k, 0x11)), next);
+}
+
+/* len >= 64 and a multiple of 16. */
+__attribute__((target("pclmul,sse4.1")))
+static uint32_t crc32_clmul(uint32_t crc, const uint8_t *p, size_t len)
+{
+	const __m128i k12 = _mm_set_epi64x((long long)K2, (long long)K1);
+	const __m128i k34 = _mm_set_epi64x((long long)K4, (long long)K3);
+	const __m128i k5 = _mm_set_epi64x(0, (long long)K5);
+	const __m128i pmu = _mm_set_epi64x((long long)MU, (long long)P_);
+	const __m128i mask32 = _mm_set_epi32(0, 0, 0, -1);
+	__m128i x1 = _mm_loadu_si128((const __m128i *)p);
+	__m128i x2 = _mm_loadu_si128((const __m128i *)(p + 16));
+	__m128i x3 = _mm_loadu_si128((const __m128i *)(p + 32));
+	__m128i x4 = _mm_loadu_si128((const __m128i *)(p + 48));
+	__m128i t;
+
+	x1 = _mm_xor_si128(x1, _mm_cvtsi32_si128((int)crc));
+	p += 64;
+	len -= 64;
+	while (len >= 64) {
+		x1 = fold16(x1, k12, _mm_loadu_si128((const __m128i *)p));
+		x2 = fold16(x2, k12, _mm_loadu_si128((const __m128i *)(p + 16)));
+		x3 = fold16(x3, k12, _mm_loadu_si128((const __m128i *)(p + 32)));
+		x4 = fold16(x4, k12, _mm_loadu_si128((const __m128i *)(p + 48)));
+		p += 64;
+		len -= 64;
+	}
+	x1 = fold16(x1, k34, x2);
+	x1 = fold16(x1, k34, x3);
+	x1 = fold16(x1, k34, x4);
+	while (len >= 16) {
+		x1 = fold16(x1, k34, _mm_loadu_si128((const __m128i *)p));
+		p += 16;
+		len -= 16;
+	}
+	/* 128 -> 64 bits */
+	t = _mm_clmulepi64_si128(x1, k34, 0x10);
+	x1 = _mm_xor_si128(_mm_srli_si128(x1, 8), t);
+	/* 64 -> 32 bits */
+	t = _mm_and_si128(x1, mask32);
+	x1 = _mm_srli_si128(x1, 4);
+	x1 = _mm_xor_si128(x1, _mm_clmulepi64_si128(t, k5, 0x00));
+	/* Barrett reduction */
+	t = _mm_and_si128(x1, mask32);
+	t = _mm_clmulepi64_si128(t, pmu, 0x10);
+	t = _mm_and_si128(t, mask32);
+	t = _mm_clmulepi64_si128(t, pmu, 0x00);
+	x1 = _mm_xor_si128(x1, t);
+	return (uint32_t)_mm_extract_epi32(x1, 1);
+}
+#endif
 
 uint32_t rnic_crc32(uint32_t crc, const void *buf, size_t len)
 {
 	const uint8_t *p = buf;
 
 	pthread_once(&crc_once, crc_init);
+#if defined(__x86_64__)
+	if (have_clmul && len >= CLMUL_MIN) {
+		size_t bulk = len & ~(size_t)15;
+
+		crc = crc32_clmul(crc, p, bulk);
+		p += bulk;
+		len -= bulk;
+	}
+#endif
 	while (len && ((uintptr_t)p & 7)) {
 		crc = crc_tab[0][(crc ^ *p++) & 0xff] ^ (crc >> 8);
 		len--;

@@ -94,6 +94,7 @@ struct rnic_rd_res {
 	uint32_t resid;               /* bytes still to send */
 	uint8_t *addr;                /* next byte to send */
 	uint8_t started;              /* a response packet went out */
+	uint8_t replay;               /* answers a duplicate request */
 };
 
 struct rnic_qp {

@@ -220,6 +220,7 @@ static void rd_push(struct rnic_qp *qp, uint32_t psn, uint8_t *addr, uint32_t le
 	r->addr = addr;
 	r->resid = len;
 	r->started = 0;
+	r->replay = 0;
 	qp->resp.rd_head++;
 }
 
@@ -282,6 +283,7 @@ static void duplicate(struct rnic_qp *qp, struct rnic_pkt *pkt)
 			return;
 		}
 		rd_push(qp, pkt->psn, ptr, len);
+		qp->resp.rd[(qp->resp.rd_head - 1) % RNIC_MAX_RD_ATOM].replay = 1;
 		dev->cnt.read_replays++;
 		return;
 	}
@@ -362,6 +364,8 @@ ack:
 	if (qp->resp.ack_pending) {
 		qp->resp.ack_pending = 0;
 		dev->cnt.acks_tx++;
+		if (dev->trace > 1)
+			fprintf(stderr, "qp %#x: ack psn %#x\n", qp->qpn, qp->resp.ack_psn);
 		send_ctrl(qp, RC_ACKNOWLEDGE, AETH_ACK | AETH_ACK_UNLIMITED, qp->resp.ack_psn);
 	}
 }
@@ -407,8 +411,12 @@ int rnic_resp_tx(struct rnic_qp *qp, uint64_t now_ns, int budget)
 		r->addr += plen;
 		r->resid -= plen;
 		r->started = 1;
-		if (last)
+		if (last) {
+			if (r->replay)
+				rnic_trace(dev, "qp %#x: replayed read responses sent up to psn %#x\n",
+					   qp->qpn, psn_add(r->psn, BTH_PSN_MASK));
 			qp->resp.rd_tail++;
+		}
 		sent++;
 	}
 	return sent;

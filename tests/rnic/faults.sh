@@ -38,7 +38,7 @@ run "drop 1%" drop=0.01 "${A[@]}"
 run "duplicate 2%" dup=0.02 "${A[@]}"
 run "reorder 2%" reorder=0.02 "${A[@]}"
 run "drop+dup+reorder 1% each, 2 QPs" drop=0.01,dup=0.01,reorder=0.01 -q 2 "${A[@]}"
-run "drop+dup+reorder 1% each, mtu 4096" drop=0.01,dup=0.01,reorder=0.01 "${A[@]}" \
+run "drop+dup+reorder 1% each, mtu 4096" drop=0.01,dup=0.01,reorder=0.01 -n 400 -t 16 -u 12 \
 	-m 4096 -S 0,1,4095,4096,4097,12289,1m
 run "drop 5%, RNR (2 receive WQEs)" drop=0.05 -n 200 -t 8 -r 2 -u 10
 run "corrupt 1% (bad ICRC dropped and counted)" corrupt=0.01 "${A[@]}"

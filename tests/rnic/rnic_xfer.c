@@ -405,12 +405,16 @@ static int run_client(uint64_t deadline)
 		for (int qi = 0; qi < o.nqp; qi++) {
 			struct xqp *x = &xq[qi];
 
+			/* one new op per QP per round: filling a large buffer must
+			 * not starve the transport of rnic_progress() calls */
 			for (int s = 0; s < o.depth && x->posted < o.iters; s++)
-				if (x->slot_op[s] < 0)
+				if (x->slot_op[s] < 0) {
 					client_post(x, qi, s, x->posted++);
+					break;
+				}
 		}
 		rnic_progress(dev, now);
-		for (int n = rnic_poll_cq(cq, 32, wc), i = 0; i < n; i++) {
+		for (int n = rnic_poll_cq(cq, 1, wc), i = 0; i < n; i++) {
 			int qi = (int)(wc[i].wr_id >> 32), slot = (int)(wc[i].wr_id >> 8 & 0xff);
 			struct xqp *x = &xq[qi];
 
@@ -456,7 +460,7 @@ static int run_server(uint64_t deadline)
 			return -1;
 		}
 		rnic_progress(dev, now);
-		for (int n = rnic_poll_cq(cq, 32, wc), i = 0; i < n; i++) {
+		for (int n = rnic_poll_cq(cq, 1, wc), i = 0; i < n; i++) {
 			int qi = (int)(wc[i].wr_id >> 32), slot = (int)(wc[i].wr_id & 0xffff);
 			struct xqp *x = &xq[qi];
 			int k = x->recv_next, kind = op_kind(k);

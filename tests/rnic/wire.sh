@@ -24,10 +24,10 @@ until grep -q "listening on" "$RN_TMP/tcpdump.log"; do
 	[ $SECONDS -lt $end ] || { not_ok "capture starts"; exit 1; }
 	sleep 0.05
 done
-rn_bg "$NS1" "$RN_TMP/srv.log" $X -d "$IF1" -p $PORT -n 150 -t 4 -S 0,1,1500,3000,9000
+rn_bg "$NS1" "$RN_TMP/srv.log" $X -d "$IF1" -p $PORT -n 150 -t 4 -S 9000,3000,1500,1,0
 srv=$RN_LAST
 rn_wait_port "$NS1" $PORT 10 || { not_ok "server starts"; exit 1; }
-ip netns exec "$NS2" $X -d "$IF2" -p $PORT -n 150 -t 4 -S 0,1,1500,3000,9000 "$IP1" \
+ip netns exec "$NS2" $X -d "$IF2" -p $PORT -n 150 -t 4 -S 9000,3000,1500,1,0 "$IP1" \
 	>"$RN_TMP/cli.log" 2>&1
 crc=$?
 rn_wait_pid $srv 30
