@@ -107,7 +107,7 @@ int rnic_open(const char *name, struct rnic_dev **out)
 			break;
 		}
 	make_gids(dev);
-	dev->window = RNIC_WINDOW_PKTS;
+	dev->window = 0;                /* per QP from its path MTU */
 	env = getenv("JK_RNIC_WINDOW");
 	if (env && atoi(env) >= 8 && atoi(env) <= 4096)
 		dev->window = (uint32_t)atoi(env);

@@ -31,7 +31,8 @@
 #define RNIC_QPN_BASE        0x11
 #define RNIC_MAX_RD_ATOM     16      /* read requests per QP, each way */
 #define RNIC_MAX_MSG         (1u << 31)
-#define RNIC_WINDOW_PKTS     256     /* unacknowledged PSNs per QP (default) */
+#define RNIC_WINDOW_BYTES    (1 << 20) /* unacknowledged data per QP (default) */
+#define RNIC_WINDOW_MIN      256     /* ... but at least this many PSNs */
 #define RNIC_ACKREQ_PKTS     64      /* AckReq at least every N packets (rxe) */
 #define RNIC_READ_CHUNK_PKTS 64      /* response packets per read request we send */
 #define RNIC_QP_BUDGET       32      /* packets per QP per progress call */

@@ -125,7 +125,7 @@ int rnic_create_qp(struct rnic_pd *pd, const struct rnic_qp_init_attr *init,
 	qp->sq_sig_all = init->sq_sig_all;
 	qp->qpn = RNIC_QPN_BASE + i;
 	qp->state = RNIC_QPS_RESET;
-	qp->window = dev->window;
+	qp->window = dev->window ? dev->window : RNIC_WINDOW_MIN;
 	dev->qp[i] = qp;
 	pd->refs++;
 	qp->scq->refs++;
@@ -278,6 +278,10 @@ int rnic_modify_qp(struct rnic_qp *qp, const struct rnic_qp_attr *a, int mask)
 	if (mask & RNIC_QP_PATH_MTU) {
 		qp->attr.path_mtu = a->path_mtu;
 		qp->mtu = (uint32_t)rnic_mtu_bytes(a->path_mtu);
+		/* about a megabyte in flight, whatever the MTU */
+		qp->window = dev->window ? dev->window : RNIC_WINDOW_BYTES / qp->mtu;
+		if (qp->window < RNIC_WINDOW_MIN)
+			qp->window = RNIC_WINDOW_MIN;
 	}
 	if (mask & RNIC_QP_TIMEOUT) {
 		qp->attr.timeout = a->timeout;
