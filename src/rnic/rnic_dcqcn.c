@@ -14,6 +14,7 @@
 #define RNIC_BURST_MIN   (16 * 1024)
 #define RNIC_BURST_NS    20000ull
 #define RNIC_TICK_MAX    64          /* timer events caught up per tick */
+#define RNIC_MEAS_NS     100000ull   /* sending-rate measurement window */
 
 void rnic_dcqcn_defaults(struct rnic_dcqcn_params *p)
 {
@@ -51,7 +52,22 @@ void rnic_dcqcn_rp_init(struct rnic_dcqcn_rp *rp,
 	rp->rt = p->line_rate;
 	rp->alpha = RNIC_ALPHA_ONE;
 	rp->tb_ns = now_ns;
+	rp->meas_ns = now_ns;
 	rp->tokens = (int64_t)burst_bytes(rp);
+}
+
+/* Closes measurement windows up to now_ns.  An idle window counts as 0,
+ * so a flow that stopped is not taken to run at its old rate. */
+static void measure(struct rnic_dcqcn_rp *rp, uint64_t now_ns)
+{
+	uint64_t el = now_ns - rp->meas_ns, r;
+
+	if (now_ns < rp->meas_ns || el < RNIC_MEAS_NS)
+		return;
+	r = (uint64_t)((unsigned __int128)rp->meas_bytes * 8 * NS_PER_SEC / el);
+	rp->meas_bps = rp->meas_bps ? rp->meas_bps - rp->meas_bps / 4 + r / 4 : r;
+	rp->meas_bytes = 0;
+	rp->meas_ns = now_ns;
 }
 
 static void rate_increase(struct rnic_dcqcn_rp *rp, const struct rnic_dcqcn_params *p)
@@ -88,6 +104,9 @@ void rnic_dcqcn_on_cnp(struct rnic_dcqcn_rp *rp,
 	else if (now_ns - rp->last_cut_ns < p->rate_reduce_ns)
 		return;                      /* one cut per monitor period */
 
+	measure(rp, now_ns);
+	if (rp->meas_bps && rp->rc > rp->meas_bps)
+		rp->rc = rp->meas_bps > p->min_rate ? rp->meas_bps : p->min_rate;
 	rp->rt = rp->rc;
 	cut = (uint64_t)((unsigned __int128)rp->rc * rp->alpha / (2 * RNIC_ALPHA_ONE));
 	rp->rc = max_u64(rp->rc - cut, p->min_rate);
@@ -136,6 +155,8 @@ void rnic_dcqcn_on_tx(struct rnic_dcqcn_rp *rp,
 	if (!p->enabled)
 		return;
 	rp->tokens -= bytes;
+	rp->meas_bytes += bytes;
+	measure(rp, now_ns);
 	if (!rp->cut_once)
 		return;
 	rp->bytes += bytes;

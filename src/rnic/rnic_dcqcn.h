@@ -20,6 +20,12 @@
  *   Rt, Rc never exceed line_rate.
  * Pacing: a token bucket filled at Rc (burst: the larger of 16 KiB and
  * 20 us at Rc); a packet may leave while tokens are positive.
+ *
+ * A soft RNIC has no known line rate and often cannot reach the one it
+ * starts at, so the RP also measures its sending rate (bytes over 100 us
+ * windows, EWMA 1/4); a CNP first lowers Rc (and so Rt) to the measured
+ * rate when Rc is above it, then cuts.  Without this a flow running below
+ * its limiter would need many CNPs before a cut had any effect.
  */
 #ifndef JK_RNIC_DCQCN_H
 #define JK_RNIC_DCQCN_H
@@ -42,6 +48,9 @@ struct rnic_dcqcn_rp {
 	uint64_t last_cut_ns;     /* last rate cut */
 	int      cut_once;        /* a cut happened (rates below line rate) */
 	int      cnp_in_period;   /* a CNP arrived in this alpha period */
+	uint64_t meas_bps;        /* measured sending rate (EWMA), 0 = unknown */
+	uint64_t meas_bytes;      /* bytes in the current measurement window */
+	uint64_t meas_ns;         /* start of that window */
 	int64_t  tokens;          /* pacing bucket, bytes (may go negative) */
 	uint64_t tb_ns;           /* last refill */
 	uint64_t cnps;            /* CNPs received */

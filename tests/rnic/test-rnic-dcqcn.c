@@ -195,6 +195,25 @@ static void test_pacing(void **state)
 	assert_true(rnic_dcqcn_may_send(&rp, &p, t));
 }
 
+/* A flow sending far below its limiter: the first CNP cuts from the
+ * measured rate, not from the nominal one. */
+static void test_cut_from_measured_rate(void **state)
+{
+	struct rnic_dcqcn_params p = prof();
+	struct rnic_dcqcn_rp rp;
+	uint64_t t = 0;
+
+	rnic_dcqcn_rp_init(&rp, &p, t);
+	/* 1 Gbit/s for 2 ms: 125 bytes per microsecond */
+	for (int us = 1; us <= 2000; us++)
+		rnic_dcqcn_on_tx(&rp, &p, 125, t + (uint64_t)us * US);
+	assert_true(rp.meas_bps > 990 * M && rp.meas_bps < 1010 * M);
+	assert_true(rp.rc == 10 * G);
+	rnic_dcqcn_on_cnp(&rp, &p, t + 2001 * US);
+	assert_true(rp.rt > 990 * M && rp.rt < 1010 * M);
+	assert_true(rp.rc > 495 * M && rp.rc < 505 * M);      /* alpha 1: halved */
+}
+
 static void test_np_interval(void **state)
 {
 	struct rnic_dcqcn_params p = prof();
@@ -235,6 +254,7 @@ int main(void)
 		cmocka_unit_test(test_byte_counter_and_hyper),
 		cmocka_unit_test(test_min_rate_and_full_recovery),
 		cmocka_unit_test(test_pacing),
+		cmocka_unit_test(test_cut_from_measured_rate),
 		cmocka_unit_test(test_np_interval),
 		cmocka_unit_test(test_parse),
 	};
