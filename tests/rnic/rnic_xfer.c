@@ -66,9 +66,9 @@ struct xqp {
 	int wrs_left[64];      /* client: WRs still to complete per slot */
 };
 
+static struct rnic_dev *dev;
 static struct opts o = { .port = 18516, .mtu = 1024, .nqp = 1, .iters = 500,
 			 .depth = 8, .timeout = 14, .deadline_s = 120 };
-static struct rnic_dev *dev;
 static struct rnic_pd *pd;
 static struct rnic_cq *cq;
 static struct xqp xq[MAX_QP];
@@ -88,21 +88,41 @@ static uint8_t pat(int qp, int k, uint64_t i)
 	return (uint8_t)(v >> 29 ^ v >> 51);
 }
 
+/* Long fills and checks keep the transport going (the peer's timers run). */
+#define PUMP_EVERY (1u << 20)
+static void pump(uint64_t i)
+{
+	if (i && !(i & (PUMP_EVERY - 1)) && dev)
+		rnic_progress(dev, rnic_now_ns());
+}
+
 static void fill(uint8_t *p, uint64_t n, int qp, int k)
 {
-	for (uint64_t i = 0; i < n; i++)
+	for (uint64_t i = 0; i < n; i++) {
+		pump(i);
 		p[i] = pat(qp, k, i);
+	}
+}
+
+static void zero(uint8_t *p, uint64_t n)
+{
+	for (uint64_t i = 0; i < n; i += PUMP_EVERY) {
+		memset(p + i, 0, n - i < PUMP_EVERY ? n - i : PUMP_EVERY);
+		pump(i + PUMP_EVERY);
+	}
 }
 
 static int check(const uint8_t *p, uint64_t n, int qp, int k, uint64_t base, const char *what)
 {
-	for (uint64_t i = 0; i < n; i++)
+	for (uint64_t i = 0; i < n; i++) {
+		pump(i);
 		if (p[i] != pat(qp, k, base + i)) {
 			fprintf(stderr, "MISMATCH qp %d op %d (%s) byte %" PRIu64 " of %" PRIu64
 				": got %02x want %02x\n", qp, k, what, i, n, p[i], pat(qp, k, base + i));
 			failures++;
 			return -1;
 		}
+	}
 	return 0;
 }
 
@@ -328,7 +348,7 @@ static void client_post(struct xqp *x, int qi, int slot, int k)
 	case OP_WRITE:
 	case OP_WRITE_IMM:
 		fill(src, n, qi, k);
-		memset(dst, 0, n);
+		zero(dst, n);
 		wr.opcode = kind == OP_WRITE ? RNIC_WR_RDMA_WRITE : RNIC_WR_RDMA_WRITE_WITH_IMM;
 		wr.imm_data = op_imm(qi, k);
 		wr.remote_addr = slot_remote;
@@ -352,7 +372,7 @@ static void client_post(struct xqp *x, int qi, int slot, int k)
 		x->wrs_left[slot] = 1;
 		break;
 	default:
-		memset(dst, 0, n);
+		zero(dst, n);
 		rd.num_sge = make_sgl(rsg, dst, n, rnic_mr_lkey(x->mr), k);
 		/* the read area starts at region 2*depth; read at an odd offset */
 		rd.remote_addr = x->rem.vaddr + (uint64_t)2 * o.depth * maxsz + (maxsz - n) / 2;

@@ -3,6 +3,7 @@
 # operation (WRITE, WRITE_IMM, SEND, SEND_IMM, READ), sizes 0 .. 1 MiB,
 # scatter/gather, many WRs outstanding, several QPs, path MTU 1024 and 4096,
 # RNR retry, a dead peer; data verified byte for byte (rnic_xfer).
+# JK_RNIC_BIG=1 adds 1 GiB messages of every operation.
 cd "$(dirname "$0")/../.." || exit 1
 . tests/rnic/lib.sh
 X=$BUILD/tests/rnic/rnic_xfer
@@ -45,6 +46,12 @@ run "every op, 4 QPs" -q 4 "${COMMON[@]}" -- -q 4 "${COMMON[@]}"
 run "RNR NAK and retry (2 receive WQEs)" -n 300 -t 16 -r 2 -- -n 300 -t 16
 run "large messages 16 MiB, mtu 4096" -n 10 -t 1 -m 4096 -S 16m,1 \
 	-- -n 10 -t 1 -m 4096 -S 16m,1
+
+# 1 GiB messages of every operation (JK_RNIC_BIG=1: 3 GiB of memory per side)
+if [ "${JK_RNIC_BIG:-0}" = 1 ]; then
+	run "1 GiB messages, every operation, mtu 4096" -n 5 -t 1 -m 4096 -S 1g -T 900 \
+		-- -n 5 -t 1 -m 4096 -S 1g -T 900
+fi
 
 # a dead peer: the server leaves right after connecting
 PORT=$((PORT + 1))
