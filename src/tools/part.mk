@@ -8,6 +8,6 @@ BINS += $(JK_TOOLS)
 
 $(JK_TOOLS_LIB): $(JK_TOOLS_COMMON)
 
-$(BUILD)/bin/jk_%: $(BUILD)/obj/src/tools/jk_%.o $(JK_TOOLS_LIB) $(RNIC_LIB)
+$(BUILD)/bin/jk_%: $(BUILD)/obj/src/tools/jk_%.o $(JK_TOOLS_LIB) $(BUILD)/lib/librnic.a
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ -lm

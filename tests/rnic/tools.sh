@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# The jk_* tools between two namespaces: each pair connects through the
+# perftest / ibv_rc_pingpong exchange, runs, prints perftest's columns, and
+# (--verify / -c) checks the data.  Also -a, -D, -q, --report_gbits.
+cd "$(dirname "$0")/../.." || exit 1
+. tests/rnic/lib.sh
+B=$BUILD/bin
+for t in jk_write_bw jk_read_bw jk_send_bw jk_write_lat jk_read_lat jk_send_lat jk_rc_pingpong; do
+	[ -x "$B/$t" ] || { echo "# $B/$t missing"; exit 77; }
+done
+rn_setup 1500
+PORT=18700
+
+# run NAME TOOL 'SERVER ARGS' 'CLIENT ARGS' REGEX(client output)
+run() {
+	local name=$1 tool=$2 sargs=$3 cargs=$4 re=$5
+	PORT=$((PORT + 1))
+	# shellcheck disable=SC2086
+	rn_bg "$NS1" "$RN_TMP/$PORT.srv" "$B/$tool" -d "$IF1" -p $PORT $sargs
+	local srv=$RN_LAST
+	if ! rn_wait_port "$NS1" $PORT 10; then
+		not_ok "$name (server did not listen)"; return
+	fi
+	# shellcheck disable=SC2086
+	ip netns exec "$NS2" timeout 120 "$B/$tool" -d "$IF2" -p $PORT $cargs "$IP1" \
+		>"$RN_TMP/$PORT.cli" 2>&1
+	local crc=$?
+	rn_wait_pid $srv 60
+	local src=$?
+	if [ $crc -eq 0 ] && [ $src -eq 0 ] && grep -qE "$re" "$RN_TMP/$PORT.cli"; then
+		ok "$name"
+		grep -E "$re" "$RN_TMP/$PORT.cli" | tail -1 | sed 's/^/#   /'
+	else
+		not_ok "$name (client $crc, server $src)"
+		sed 's/^/#   /' "$RN_TMP/$PORT.cli" "$RN_TMP/$PORT.srv" | tail -30
+	fi
+}
+
+S='[[:space:]]+'
+BW="^ 65536${S}[0-9]+${S}[0-9.]+${S}[0-9.]+${S}[0-9.]+"
+LAT="^ 64${S}[0-9]+(${S}[0-9.]+){7}"
+HDR_BW='^ #bytes     #iterations    BW peak\[MB/sec\]    BW average\[MB/sec\]   MsgRate\[Mpps\]'
+HDR_LAT='^ #bytes #iterations    t_min\[usec\]    t_max\[usec\]  t_typical\[usec\]    t_avg\[usec\]    t_stdev\[usec\]   99% percentile\[usec\]   99.9% percentile\[usec\]'
+
+run "jk_write_bw --verify" jk_write_bw "-n 500 --verify" "-n 500 --verify" "$BW"
+grep -qE "$HDR_BW" "$RN_TMP/$PORT.cli" && ok "perftest's bandwidth columns" || not_ok "perftest's bandwidth columns"
+grep -q "Data verification: passed" "$RN_TMP/$PORT.srv" && ok "write_bw server verified the data" ||
+	not_ok "write_bw server verified the data"
+run "jk_read_bw --verify, 2 QPs" jk_read_bw "-n 300 -q 2 --verify" "-n 300 -q 2 --verify" \
+	"^ 65536${S}600${S}"
+run "jk_send_bw --verify" jk_send_bw "-n 500 --verify" "-n 500 --verify" "$BW"
+run "jk_write_lat --verify" jk_write_lat "-s 64 -n 1000 --verify" "-s 64 -n 1000 --verify" "$LAT"
+grep -qE "$HDR_LAT" "$RN_TMP/$PORT.cli" && ok "perftest's latency columns" || not_ok "perftest's latency columns"
+run "jk_read_lat --verify" jk_read_lat "-s 64 -n 1000 --verify" "-s 64 -n 1000 --verify" "$LAT"
+run "jk_send_lat --verify" jk_send_lat "-s 64 -n 1000 --verify" "-s 64 -n 1000 --verify" "$LAT"
+run "jk_rc_pingpong -c" jk_rc_pingpong "-s 8192 -n 500" "-s 8192 -n 500 -c" "usec/iter"
+grep -q "invalid data" "$RN_TMP/$PORT.cli" && not_ok "rc_pingpong echoed data" || ok "rc_pingpong echoed data"
+run "jk_write_bw -a (sizes 2 .. 8 MiB)" jk_write_bw "-a -n 20" "-a -n 20" "^ 8388608${S}20${S}"
+[ "$(grep -cE "^ [0-9]+${S}20${S}" "$RN_TMP/$PORT.cli")" -eq 23 ] && ok "-a printed 23 sizes" ||
+	not_ok "-a printed 23 sizes"
+run "jk_send_lat -a" jk_send_lat "-a -n 20" "-a -n 20" "^ 8388608${S}20${S}"
+run "jk_write_bw -D 2 -q 4 --report_gbits" jk_write_bw "-D 2 -q 4 --report_gbits" \
+	"-D 2 -q 4 --report_gbits" "^ 65536${S}[0-9]+${S}[0-9.]+${S}[0-9.]+"
+grep -q "BW average\[Gb/sec\]" "$RN_TMP/$PORT.cli" && ok "--report_gbits columns" || not_ok "--report_gbits columns"
+run "jk_read_lat -D 2" jk_read_lat "-D 2" "-D 2" "^ 2${S}[0-9]+${S}[0-9.]+${S}[0-9.]+"
