@@ -232,7 +232,7 @@ static int parse_rate(const char *s, uint64_t *out)
 	case 'g': case 'G': v *= 1e9; end++; break;
 	default: break;
 	}
-	if (*end && strcasecmp(end, "bit") && strcasecmp(end, "bps"))
+	if ((*end && strcasecmp(end, "bit") && strcasecmp(end, "bps")) || !(v >= 0 && v < 1e19))
 		return -EINVAL;
 	*out = (uint64_t)v;
 	return 0;
@@ -256,6 +256,8 @@ static int parse_time(const char *s, uint64_t *out)
 		v *= 1e9;
 	else
 		return -EINVAL;
+	if (!(v >= 0 && v < 1e19))
+		return -EINVAL;
 	*out = (uint64_t)v;
 	return 0;
 }
@@ -265,15 +267,19 @@ static int parse_bytes(const char *s, uint64_t *out)
 {
 	char *end;
 	unsigned long long v = strtoull(s, &end, 0);
+	int sh = 0;
 
 	if (end == s)
 		return -EINVAL;
 	switch (*end) {
-	case 'k': case 'K': v <<= 10; end++; break;
-	case 'm': case 'M': v <<= 20; end++; break;
-	case 'g': case 'G': v <<= 30; end++; break;
+	case 'k': case 'K': sh = 10; end++; break;
+	case 'm': case 'M': sh = 20; end++; break;
+	case 'g': case 'G': sh = 30; end++; break;
 	default: break;
 	}
+	if (v > (UINT64_MAX >> sh))
+		return -EINVAL;
+	v <<= sh;
 	if (*end)
 		return -EINVAL;
 	*out = v;

@@ -45,7 +45,7 @@ static int parse_prob(const char *v, double *out)
 	char *end;
 	double d = strtod(v, &end);
 
-	if (end == v || *end || d < 0 || d > 1)
+	if (end == v || *end || !(d >= 0 && d <= 1))
 		return -EINVAL;
 	*out = d;
 	return 0;
@@ -64,7 +64,7 @@ static int parse_num(const char *v, uint64_t *out)
 	case 'g': case 'G': d *= 1e9; end++; break;
 	default: break;
 	}
-	if (*end)
+	if (*end || !(d >= 0 && d < 1e19))
 		return -EINVAL;
 	*out = (uint64_t)d;
 	return 0;

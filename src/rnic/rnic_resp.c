@@ -408,7 +408,8 @@ int rnic_resp_tx(struct rnic_qp *qp, uint64_t now_ns, int budget)
 		rnic_dcqcn_on_tx(&qp->rp, &dev->dcqcn, (uint32_t)hl + plen, now_ns);
 		qp->tx_bytes += plen;
 		r->psn = psn_add(r->psn, 1);
-		r->addr += plen;
+		if (plen)
+			r->addr += plen;   /* NULL for a zero-length read */
 		r->resid -= plen;
 		r->started = 1;
 		if (last) {

@@ -14,3 +14,18 @@ $(BUILD)/tests/unit/test-rnic-%: $(BUILD)/obj/tests/rnic/test-rnic-%.o $(RNIC_LI
 $(RNIC_XFER): $(BUILD)/obj/tests/rnic/rnic_xfer.o $(JK_TOOLS_LIB) $(RNIC_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^
+
+# libFuzzer targets (make fuzz): built with clang from the sources directly.
+RNIC_FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -g -O1 -Wall -Wextra -Wno-unused-parameter -Isrc \
+                    -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+                    -fno-omit-frame-pointer
+RNIC_FUZZ := build-fuzz/fuzz-rnic-rcv build-fuzz/fuzz-rnic-text
+fuzz: $(RNIC_FUZZ)
+
+build-fuzz/fuzz-rnic-rcv: tests/rnic/fuzz-rnic-rcv.c $(wildcard src/rnic/*.c src/rnic/*.h)
+	@mkdir -p $(dir $@)
+	clang $(RNIC_FUZZ_CFLAGS) $< $(wildcard src/rnic/*.c) -lpthread -o $@
+
+build-fuzz/fuzz-rnic-text: tests/rnic/fuzz-rnic-text.c src/tools/jk_exch.c $(wildcard src/rnic/*.c src/rnic/*.h)
+	@mkdir -p $(dir $@)
+	clang $(RNIC_FUZZ_CFLAGS) $< src/tools/jk_exch.c $(wildcard src/rnic/*.c) -lpthread -o $@
