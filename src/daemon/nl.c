@@ -85,6 +85,8 @@ int jk_nl_link_setup(const char *ifname, const char *newname, const uint8_t *mac
 		mnl_attr_put(nlh, IFLA_ADDRESS, 6, mac);
 	if (mtu)
 		mnl_attr_put_u32(nlh, IFLA_MTU, mtu);
+	if (newname)
+		mnl_attr_put_u32(nlh, IFLA_TXQLEN, JK_TAP_TXQLEN);
 	ifm->ifi_flags = IFF_UP;
 	ifm->ifi_change = IFF_UP;
 	return nl_request(nlh);

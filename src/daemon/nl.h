@@ -13,8 +13,14 @@
  * open at `netns_fd`. */
 int jk_nl_link_move(const char *ifname, int netns_fd);
 
+/* Transmit queue of a tenant's TAP: the tenant's side of the vNIC, where
+ * frames wait for jakirod to read them (the TUN default, 500, overflows
+ * under a few TCP streams and the tenant counts tx_dropped). */
+#define JK_TAP_TXQLEN 4096
+
 /* In the current namespace: renames `ifname` to `newname` (if not NULL
- * and different), sets MAC (if not NULL), MTU (if not 0) and brings it up. */
+ * and different) and sets the transmit queue length, sets MAC (if not
+ * NULL), MTU (if not 0) and brings it up. */
 int jk_nl_link_setup(const char *ifname, const char *newname, const uint8_t *mac, uint16_t mtu);
 
 /* In the current namespace: adds ip/prefix_len to interface `ifname`. */
