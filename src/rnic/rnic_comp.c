@@ -75,6 +75,19 @@ static int outstanding(const struct rnic_qp *qp)
 	return qp->sq_tail != qp->req.sent_idx;
 }
 
+/* Loss window: halved on a loss, regrown by a quarter of what is acked. */
+static void cwnd_loss(struct rnic_qp *qp)
+{
+	qp->cwnd = qp->cwnd / 2 > RNIC_CWND_MIN ? qp->cwnd / 2 : RNIC_CWND_MIN;
+}
+
+static void cwnd_grow(struct rnic_qp *qp, uint32_t acked)
+{
+	uint32_t add = acked / 4 ? acked / 4 : 1;
+
+	qp->cwnd = qp->cwnd + add < qp->window ? qp->cwnd + add : qp->window;
+}
+
 static void progress(struct rnic_qp *qp, uint64_t now_ns)
 {
 	qp->comp.retry_left = qp->attr.retry_cnt;
@@ -90,6 +103,7 @@ static void go_back(struct rnic_qp *qp, uint32_t psn)
 		return;
 	qp->comp.gbn_armed = 1;
 	qp->comp.gbn_psn = psn;
+	cwnd_loss(qp);
 	rnic_trace(qp->dev, "qp %#x: go back to psn %#x (comp %#x req %#x)\n",
 		   qp->qpn, psn, qp->comp.psn, qp->req.psn);
 	rnic_req_rewind(qp, psn, 1);
@@ -99,6 +113,7 @@ static void go_back(struct rnic_qp *qp, uint32_t psn)
  * covered by it lacks responses (and a go-back-N was started). */
 static int ack_upto(struct rnic_qp *qp, uint32_t psn, uint64_t now_ns)
 {
+	uint32_t before = qp->comp.psn;
 	int moved = 0;
 
 	while (qp->sq_tail != qp->req.sent_idx) {
@@ -126,8 +141,10 @@ static int ack_upto(struct rnic_qp *qp, uint32_t psn, uint64_t now_ns)
 		moved = 1;
 	}
 	sync_req(qp);
-	if (moved)
+	if (moved) {
+		cwnd_grow(qp, psn_diff(qp->comp.psn, before));
 		progress(qp, now_ns);
+	}
 	return 0;
 }
 
@@ -279,6 +296,7 @@ static void do_read_resp(struct rnic_qp *qp, struct rnic_pkt *pkt, uint64_t now_
 		return;
 	}
 	qp->comp.psn = psn_add(psn, 1);
+	cwnd_grow(qp, 1);
 	if ((pkt->mask & RNIC_LAST) && qp->req.rd_out)
 		qp->req.rd_out--;
 	if (last_pkt)
@@ -309,6 +327,7 @@ void rnic_comp_timer(struct rnic_qp *qp, uint64_t now_ns)
 	}
 	qp->comp.retry_left--;
 	qp->dev->cnt.timeouts++;
+	cwnd_loss(qp);
 	rnic_trace(qp->dev, "qp %#x: timeout, resend from psn %#x (req %#x max %#x), %d retries left\n",
 		   qp->qpn, qp->comp.psn, qp->req.psn, qp->req.max_psn, qp->comp.retry_left);
 	qp->comp.gbn_armed = 0;

@@ -33,6 +33,9 @@
 #define RNIC_MAX_MSG         (1u << 31)
 #define RNIC_WINDOW_BYTES    (1 << 20) /* unacknowledged data per QP (default) */
 #define RNIC_WINDOW_MIN      256     /* ... but at least this many PSNs */
+#define RNIC_CWND_MIN        16      /* the loss window never below */
+#define RNIC_READ_WINDOW     256     /* PSNs of read responses in flight, at most:
+				      * the responder bursts them at its pace */
 #define RNIC_ACKREQ_PKTS     64      /* AckReq at least every N packets (rxe) */
 #define RNIC_READ_CHUNK_PKTS 64      /* response packets per read request we send */
 #define RNIC_QP_BUDGET       32      /* packets per QP per progress call */
@@ -110,7 +113,8 @@ struct rnic_qp {
 	uint32_t mtu;                 /* path MTU, bytes */
 	uint32_t dip;                 /* peer IPv4, network order */
 	uint64_t timeout_ns;          /* retransmit timeout, 0 = none */
-	uint32_t window;              /* unacknowledged PSNs allowed */
+	uint32_t window;              /* unacknowledged PSNs allowed, at most */
+	uint32_t cwnd;                /* ... now: halved on loss, regrown on ACKs */
 
 	struct rnic_swqe *sq;
 	uint32_t sq_mask, sq_head, sq_tail;   /* head: next post; tail: oldest */

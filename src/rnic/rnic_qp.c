@@ -324,6 +324,7 @@ int rnic_modify_qp(struct rnic_qp *qp, const struct rnic_qp_attr *a, int mask)
 		memset(&qp->comp, 0, sizeof(qp->comp));
 		qp->req.idx = qp->sq_tail;
 		qp->req.psn = qp->req.max_psn = qp->comp.psn = qp->attr.sq_psn;
+		qp->cwnd = qp->window;
 		qp->comp.retry_left = qp->attr.retry_cnt;
 		qp->comp.rnr_left = qp->attr.rnr_retry;
 		if (!qp->attr.max_rd_atomic)

@@ -4,7 +4,9 @@
  * PSN per packet; a READ takes the PSNs of its response packets).  A
  * message is cut into path-MTU packets; AckReq is set on the last packet
  * of a message and at least every RNIC_ACKREQ_PKTS packets (as rxe).  The
- * requester stops when the window of unacknowledged PSNs is full, when
+ * requester stops when the window of unacknowledged PSNs is full (a loss
+ * window: halved on every loss, regrown by a quarter of what is acknowledged,
+ * up to about 1 MiB of data), when
  * max_rd_atomic reads are outstanding, when DCQCN pacing has no tokens, or
  * during an RNR back-off.  A READ goes out as requests of
  * RNIC_READ_CHUNK_PKTS response packets (at most half the window) at fixed
@@ -153,14 +155,16 @@ static int send_read(struct rnic_qp *qp, struct rnic_swqe *w, uint64_t now_ns)
 	return 0;
 }
 
-/* Room in the window for the next packet (a READ needs its whole chunk). */
+/* Room in the loss window for the next packet (a READ needs its whole
+ * chunk; with nothing in flight one always goes). */
 static int window_ok(const struct rnic_qp *qp, const struct rnic_swqe *w)
 {
 	uint32_t inflight = psn_diff(qp->req.psn, qp->comp.psn);
 
 	if (w->opcode != RNIC_WR_RDMA_READ)
-		return inflight < qp->window;
-	return inflight == 0 || inflight + read_chunk_pkts(qp) <= qp->window;
+		return inflight < qp->cwnd;
+	return inflight == 0 || (inflight + read_chunk_pkts(qp) <= qp->cwnd &&
+				 inflight + read_chunk_pkts(qp) <= RNIC_READ_WINDOW);
 }
 
 int rnic_req_has_work(const struct rnic_qp *qp)
