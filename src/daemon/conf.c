@@ -588,7 +588,7 @@ int jk_conf_parse_state(json_t *root, struct jk_conf *c, char *err, size_t errle
 
 /* ---- to JSON ---------------------------------------------------------------- */
 
-static json_t *ip_json(uint32_t ip)
+json_t *jk_ipv4_json(uint32_t ip)
 {
 	char b[16];
 
@@ -596,7 +596,7 @@ static json_t *ip_json(uint32_t ip)
 	return json_string(b);
 }
 
-static json_t *mac_json(const uint8_t *mac)
+json_t *jk_mac_json(const uint8_t mac[6])
 {
 	char b[18];
 
@@ -624,8 +624,8 @@ json_t *jk_vnic_conf_json(const struct jk_vnic_conf *v)
 
 	json_object_set_new(o, "name", json_string(v->name));
 	json_object_set_new(o, "vpc", json_string(v->vpc));
-	json_object_set_new(o, "ip", ip_json(v->ip));
-	json_object_set_new(o, "mac", mac_json(v->mac));
+	json_object_set_new(o, "ip", jk_ipv4_json(v->ip));
+	json_object_set_new(o, "mac", jk_mac_json(v->mac));
 	json_object_set_new(o, "backend", json_string(v->backend == JK_BACKEND_TAP ? "tap" : "afpacket"));
 	json_object_set_new(o, "ifname", json_string(v->ifname));
 	if (v->netns[0])
@@ -644,9 +644,9 @@ json_t *jk_vlt_conf_json(const struct jk_vlt_conf *e)
 	json_t *o = json_object();
 
 	json_object_set_new(o, "vpc", json_string(e->vpc));
-	json_object_set_new(o, "ip", ip_json(e->ip));
-	json_object_set_new(o, "mac", mac_json(e->mac));
-	json_object_set_new(o, "vtep", ip_json(e->vtep));
+	json_object_set_new(o, "ip", jk_ipv4_json(e->ip));
+	json_object_set_new(o, "mac", jk_mac_json(e->mac));
+	json_object_set_new(o, "vtep", jk_ipv4_json(e->vtep));
 	return o;
 }
 

@@ -108,5 +108,7 @@ int jk_parse_size(const char *s, uint64_t *bytes);   /* "64k", "1m", "1500" */
 void jk_format_ipv4(uint32_t ip, char buf[16]);
 void jk_format_mac(const uint8_t mac[6], char buf[18]);
 void jk_format_rate(uint64_t bps, char *buf, size_t len);
+json_t *jk_ipv4_json(uint32_t ip);           /* "10.0.0.1" */
+json_t *jk_mac_json(const uint8_t mac[6]);   /* "02:00:..." */
 
 #endif

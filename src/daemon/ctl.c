@@ -60,22 +60,6 @@ static json_t *reply_ok(json_t *result)
 	return json_pack("{s:b, s:o}", "ok", 1, "result", result ? result : json_null());
 }
 
-static json_t *ip_str(uint32_t ip)
-{
-	char b[16];
-
-	jk_format_ipv4(ip, b);
-	return json_string(b);
-}
-
-static json_t *mac_str(const uint8_t *m)
-{
-	char b[18];
-
-	jk_format_mac(m, b);
-	return json_string(b);
-}
-
 static const char *vpc_of_vni(struct jakirod *d, uint32_t vni)
 {
 	for (unsigned i = 0; i < d->conf->n_vpcs; i++)
@@ -172,13 +156,13 @@ static json_t *show_vlt(struct jakirod *d)
 
 	while ((e = jk_table_next(&d->dp->vlt.entries, &pos))) {
 		json_t *o = json_pack("{s:s, s:i, s:o, s:o, s:s}", "vpc", vpc_of_vni(d, e->key.vni), "vni",
-				      (int)e->key.vni, "ip", ip_str(e->key.vip), "mac", mac_str(e->mac), "kind",
+				      (int)e->key.vni, "ip", jk_ipv4_json(e->key.vip), "mac", jk_mac_json(e->mac), "kind",
 				      e->is_local ? "local" : "remote");
 
 		if (e->is_local)
 			json_object_set_new(o, "vnic", json_string(d->dp->vnics[e->vnic_id].cfg.name));
 		else
-			json_object_set_new(o, "vtep", ip_str(e->vtep));
+			json_object_set_new(o, "vtep", jk_ipv4_json(e->vtep));
 		json_array_append_new(a, o);
 	}
 	return a;
@@ -193,7 +177,7 @@ static json_t *show_nft(struct jakirod *d, uint64_t now)
 	while ((e = jk_table_next(&d->dp->nft.t, &pos))) {
 		json_t *o = json_pack("{s:s, s:i, s:i, s:o, s:i, s:o, s:i, s:s, s:I, s:I, s:I, s:b}", "vpc",
 				      vpc_of_vni(d, e->key.vni), "vni", (int)e->key.vni, "proto", e->key.proto, "src",
-				      ip_str(e->key.src_ip), "sport", e->key.sport, "dst", ip_str(e->key.dst_ip),
+				      jk_ipv4_json(e->key.src_ip), "sport", e->key.sport, "dst", jk_ipv4_json(e->key.dst_ip),
 				      "dport", e->key.dport, "class", jk_class_name(e->cls), "packets",
 				      (json_int_t)e->packets, "bytes", (json_int_t)e->bytes, "idle_ms",
 				      (json_int_t)((now - e->last_seen_ns) / 1000000), "stale",
@@ -203,7 +187,7 @@ static json_t *show_nft(struct jakirod *d, uint64_t now)
 		if (e->is_local)
 			json_object_set_new(o, "out_vnic", json_string(d->dp->vnics[e->out_vnic].cfg.name));
 		else
-			json_object_set_new(o, "vtep", ip_str(e->dst_vtep));
+			json_object_set_new(o, "vtep", jk_ipv4_json(e->dst_vtep));
 		json_array_append_new(a, o);
 	}
 	return a;
@@ -219,7 +203,7 @@ static json_t *show_rcft(struct jakirod *d, uint64_t now)
 		json_array_append_new(
 			flows, json_pack("{s:s, s:s, s:i, s:o, s:o, s:i, s:I, s:I, s:I}", "vnic",
 					 d->dp->vnics[e->vnic_id].cfg.name, "vpc", vpc_of_vni(d, e->key.vni), "vni",
-					 (int)e->key.vni, "src", ip_str(e->key.src_ip), "dst", ip_str(e->key.dst_ip),
+					 (int)e->key.vni, "src", jk_ipv4_json(e->key.src_ip), "dst", jk_ipv4_json(e->key.dst_ip),
 					 "dqpn", (int)e->key.dqpn, "packets", (json_int_t)e->packets, "bytes",
 					 (json_int_t)e->bytes, "idle_ms", (json_int_t)((now - e->last_seen_ns) / 1000000)));
 	for (uint16_t i = 0; i < JK_MAX_VNICS; i++) {
