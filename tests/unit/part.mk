@@ -2,7 +2,7 @@
 # flags and linked with the core library.  `make SAN=1 unit-bins` builds
 # them, `tests/run unit` runs them.
 UNIT_NAMES   := $(patsubst tests/unit/test-%.c,%,$(wildcard tests/unit/test-*.c))
-UNIT_HELPERS := $(BUILD)/obj/tests/unit/frames.o
+UNIT_HELPERS := $(BUILD)/obj/tests/unit/frames.o $(BUILD)/obj/tests/unit/dp_host.o
 UNIT_TESTS   += $(UNIT_NAMES:%=$(BUILD)/tests/unit/test-%)
 
 $(BUILD)/tests/unit/test-%: $(BUILD)/obj/tests/unit/test-%.o $(UNIT_HELPERS) $(CORE_LIB)

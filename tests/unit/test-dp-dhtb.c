@@ -24,6 +24,7 @@
 #include <cmocka.h>
 
 #include "core/dp.h"
+#include "dp_host.h"
 #include "frames.h"
 
 #define NS 1000000000ull
@@ -64,19 +65,6 @@ struct env {
 	unsigned nfree;
 };
 
-static int add_vnic(struct jk_dp *dp, const char *name, uint32_t vni, uint32_t ip, const uint8_t mac[6],
-		    uint16_t *id)
-{
-	struct jk_vnic_cfg c;
-
-	memset(&c, 0, sizeof(c));
-	strncpy(c.name, name, sizeof(c.name) - 1);
-	c.vni = vni;
-	c.ip = ip;
-	memcpy(c.mac, mac, 6);
-	return jk_dp_vnic_add(dp, &c, id);
-}
-
 static int setup(void **state)
 {
 	struct env *env = calloc(1, sizeof(*env));
@@ -86,8 +74,8 @@ static int setup(void **state)
 		return -1;
 	jk_dp_params_default(&p, VTEP_LOCAL);
 	if (jk_dp_init(&env->dp, &p) ||
-	    add_vnic(&env->dp, "a", VNI_1, IP_A, MAC_A, &env->a) ||
-	    add_vnic(&env->dp, "b", VNI_1, IP_B, MAC_B, &env->b) ||
+	    dp_add_vnic(&env->dp, "a", VNI_1, IP_A, MAC_A, &env->a) ||
+	    dp_add_vnic(&env->dp, "b", VNI_1, IP_B, MAC_B, &env->b) ||
 	    jk_dp_vlt_add(&env->dp, VNI_1, IP_C, MAC_C, VTEP_2) ||
 	    jk_dp_vlt_add(&env->dp, VNI_2, IP_G, MAC_G, VTEP_4))
 		return -1;
@@ -729,7 +717,7 @@ static void vnic_del_slot_reused_gets_nothing(void **state)
 	to_b = send_tcp(env, env->a, MAC_A, IP_A, MAC_B, IP_B, 20, t, false);
 	assert_int_equal(to_b, 20);
 	assert_int_equal(jk_dp_vnic_del(&env->dp, env->b), 0);
-	assert_int_equal(add_vnic(&env->dp, "h", VNI_2, IP4(192, 168, 1, 2), MAC_H, &h), 0);
+	assert_int_equal(dp_add_vnic(&env->dp, "h", VNI_2, IP4(192, 168, 1, 2), MAC_H, &h), 0);
 	assert_int_equal(h, env->b);                    /* the same slot */
 
 	for (unsigned rounds = 0; env->dp.held; rounds++) {

@@ -23,6 +23,7 @@
 #include <cmocka.h>
 
 #include "core/dp.h"
+#include "dp_host.h"
 #include "frames.h"
 
 #define MS 1000000ull
@@ -64,19 +65,6 @@ struct env {
 	struct jk_pkt pkt[4];
 };
 
-static int add_vnic(struct jk_dp *dp, const char *name, uint32_t vni, uint32_t ip, const uint8_t mac[6],
-		    uint16_t *id)
-{
-	struct jk_vnic_cfg c;
-
-	memset(&c, 0, sizeof(c));
-	strncpy(c.name, name, sizeof(c.name) - 1);
-	c.vni = vni;
-	c.ip = ip;
-	memcpy(c.mac, mac, 6);
-	return jk_dp_vnic_add(dp, &c, id);
-}
-
 static int setup(void **state)
 {
 	struct env *env = calloc(1, sizeof(*env));
@@ -88,9 +76,9 @@ static int setup(void **state)
 	p.nft_idle_ns = 30000 * MS;
 	p.rcft_idle_ns = 60000 * MS;
 	if (jk_dp_init(&env->dp, &p) ||
-	    add_vnic(&env->dp, "a", VNI_1, IP_A, MAC_A, &env->a) ||
-	    add_vnic(&env->dp, "b", VNI_1, IP_B, MAC_B, &env->b) ||
-	    add_vnic(&env->dp, "e", VNI_2, IP_E, MAC_E, &env->e) ||
+	    dp_add_vnic(&env->dp, "a", VNI_1, IP_A, MAC_A, &env->a) ||
+	    dp_add_vnic(&env->dp, "b", VNI_1, IP_B, MAC_B, &env->b) ||
+	    dp_add_vnic(&env->dp, "e", VNI_2, IP_E, MAC_E, &env->e) ||
 	    jk_dp_vlt_add(&env->dp, VNI_1, IP_C, MAC_C, VTEP_2) ||
 	    jk_dp_vlt_add(&env->dp, VNI_1, IP_D, MAC_D, VTEP_3) ||
 	    jk_dp_vlt_add(&env->dp, VNI_2, IP_G, MAC_G, VTEP_4))
@@ -820,7 +808,7 @@ static void nft_follows_vlt_changes(void **state)
 	assert_int_equal(env->dp.nft.t.count, 1);
 
 	/* C moves onto this host as a vNIC: delivered locally, no encap. */
-	assert_int_equal(add_vnic(&env->dp, "c", VNI_1, IP_C, MAC_C, &c_id), 0);
+	assert_int_equal(dp_add_vnic(&env->dp, "c", VNI_1, IP_C, MAC_C, &c_id), 0);
 	p = egress(env, env->a, &f, 4);
 	assert_int_equal(c->nft_stale, 2);
 	assert_int_equal(p->verdict.action, JK_ACT_TO_VNIC);
@@ -992,16 +980,16 @@ static void control_plane_checks(void **state)
 	struct jk_vnic_cfg c;
 	uint16_t id;
 
-	assert_int_equal(add_vnic(dp, "x", 0, IP4(10, 1, 1, 1), MAC_D, &id), -EINVAL);          /* VNI 0 */
-	assert_int_equal(add_vnic(dp, "x", 1u << 24, IP4(10, 1, 1, 1), MAC_D, &id), -EINVAL);   /* > 24 bits */
-	assert_int_equal(add_vnic(dp, "x", 5, 0, MAC_D, &id), -EINVAL);
-	assert_int_equal(add_vnic(dp, "x", 5, 0xffffffffu, MAC_D, &id), -EINVAL);
-	assert_int_equal(add_vnic(dp, "x", 5, IP4(239, 1, 1, 1), MAC_D, &id), -EINVAL);
-	assert_int_equal(add_vnic(dp, "x", 5, IP4(10, 1, 1, 1), MAC_ZERO, &id), -EINVAL);
-	assert_int_equal(add_vnic(dp, "x", 5, IP4(10, 1, 1, 1), mcast, &id), -EINVAL);
-	assert_int_equal(add_vnic(dp, "", 5, IP4(10, 1, 1, 1), MAC_D, &id), -EINVAL);
-	assert_int_equal(add_vnic(dp, "a", 5, IP4(10, 1, 1, 1), MAC_D, &id), -EEXIST);          /* name */
-	assert_int_equal(add_vnic(dp, "x", VNI_1, IP_A, MAC_D, &id), -EEXIST);                 /* address */
+	assert_int_equal(dp_add_vnic(dp, "x", 0, IP4(10, 1, 1, 1), MAC_D, &id), -EINVAL);          /* VNI 0 */
+	assert_int_equal(dp_add_vnic(dp, "x", 1u << 24, IP4(10, 1, 1, 1), MAC_D, &id), -EINVAL);   /* > 24 bits */
+	assert_int_equal(dp_add_vnic(dp, "x", 5, 0, MAC_D, &id), -EINVAL);
+	assert_int_equal(dp_add_vnic(dp, "x", 5, 0xffffffffu, MAC_D, &id), -EINVAL);
+	assert_int_equal(dp_add_vnic(dp, "x", 5, IP4(239, 1, 1, 1), MAC_D, &id), -EINVAL);
+	assert_int_equal(dp_add_vnic(dp, "x", 5, IP4(10, 1, 1, 1), MAC_ZERO, &id), -EINVAL);
+	assert_int_equal(dp_add_vnic(dp, "x", 5, IP4(10, 1, 1, 1), mcast, &id), -EINVAL);
+	assert_int_equal(dp_add_vnic(dp, "", 5, IP4(10, 1, 1, 1), MAC_D, &id), -EINVAL);
+	assert_int_equal(dp_add_vnic(dp, "a", 5, IP4(10, 1, 1, 1), MAC_D, &id), -EEXIST);          /* name */
+	assert_int_equal(dp_add_vnic(dp, "x", VNI_1, IP_A, MAC_D, &id), -EEXIST);                 /* address */
 
 	memset(&c, 0, sizeof(c));
 	strcpy(c.name, "x");
