@@ -14,6 +14,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "daemon/mmsg.h"
 #include "daemon/nl.h"
 
 #define PORT_SNDBUF (4 << 20)
@@ -149,6 +150,9 @@ void jk_port_close(struct jk_port *p)
 
 unsigned jk_port_recv(struct jk_port *p, struct jk_pkt **pkts, unsigned n)
 {
+	if (n == 0)            /* nothing to move; and no zero-length arrays below */
+		return 0;
+
 	struct mmsghdr msgs[n];
 	struct iovec iov[n];
 	unsigned got = 0;
@@ -169,14 +173,7 @@ unsigned jk_port_recv(struct jk_port *p, struct jk_pkt **pkts, unsigned n)
 		}
 		return got;
 	}
-	memset(msgs, 0, sizeof(msgs));
-	for (unsigned i = 0; i < n; i++) {
-		jk_pkt_reset(pkts[i], 0);
-		iov[i].iov_base = pkts[i]->data;
-		iov[i].iov_len = JK_PKT_DATA_MAX;
-		msgs[i].msg_hdr.msg_iov = &iov[i];
-		msgs[i].msg_hdr.msg_iovlen = 1;
-	}
+	jk_mmsg_fill(msgs, iov, pkts, n, true);
 	int r = recvmmsg(p->fd, msgs, n, MSG_DONTWAIT, NULL);
 
 	if (r < 0) {
@@ -194,12 +191,13 @@ unsigned jk_port_recv(struct jk_port *p, struct jk_pkt **pkts, unsigned n)
 
 unsigned jk_port_send(struct jk_port *p, struct jk_pkt **pkts, unsigned n)
 {
+	if (n == 0)            /* nothing to move; and no zero-length arrays below */
+		return 0;
+
 	struct mmsghdr msgs[n];
 	struct iovec iov[n];
 	unsigned sent = 0;
 
-	if (n == 0)
-		return 0;
 	if (p->kind == JK_BACKEND_TAP) {
 		for (unsigned i = 0; i < n; i++) {
 			if (write(p->fd, pkts[i]->data, pkts[i]->len) == (ssize_t)pkts[i]->len)
@@ -209,13 +207,7 @@ unsigned jk_port_send(struct jk_port *p, struct jk_pkt **pkts, unsigned n)
 		}
 		return sent;
 	}
-	memset(msgs, 0, sizeof(msgs));
-	for (unsigned i = 0; i < n; i++) {
-		iov[i].iov_base = pkts[i]->data;
-		iov[i].iov_len = pkts[i]->len;
-		msgs[i].msg_hdr.msg_iov = &iov[i];
-		msgs[i].msg_hdr.msg_iovlen = 1;
-	}
+	jk_mmsg_fill(msgs, iov, pkts, n, false);
 	while (sent < n) {
 		int r = sendmmsg(p->fd, msgs + sent, n - sent, MSG_DONTWAIT);
 

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "core/wire.h"
+#include "daemon/mmsg.h"
 
 #define UNDERLAY_BUF (8 << 20)
 
@@ -59,19 +60,17 @@ void jk_underlay_close(struct jk_underlay *u)
 
 unsigned jk_underlay_recv(struct jk_underlay *u, struct jk_pkt **pkts, unsigned n)
 {
+	if (n == 0)            /* nothing to move; and no zero-length arrays below */
+		return 0;
+
 	struct mmsghdr msgs[n];
 	struct iovec iov[n];
 	struct sockaddr_in from[n];
 	char ctrl[n][CMSG_SPACE(sizeof(int))];
 	int r;
 
-	memset(msgs, 0, sizeof(msgs));
+	jk_mmsg_fill(msgs, iov, pkts, n, true);
 	for (unsigned i = 0; i < n; i++) {
-		jk_pkt_reset(pkts[i], 0);
-		iov[i].iov_base = pkts[i]->data;
-		iov[i].iov_len = JK_PKT_DATA_MAX;
-		msgs[i].msg_hdr.msg_iov = &iov[i];
-		msgs[i].msg_hdr.msg_iovlen = 1;
 		msgs[i].msg_hdr.msg_name = &from[i];
 		msgs[i].msg_hdr.msg_namelen = sizeof(from[i]);
 		msgs[i].msg_hdr.msg_control = ctrl[i];
@@ -103,21 +102,18 @@ unsigned jk_underlay_recv(struct jk_underlay *u, struct jk_pkt **pkts, unsigned 
 
 unsigned jk_underlay_send(struct jk_underlay *u, struct jk_pkt **pkts, unsigned n)
 {
+	if (n == 0)            /* nothing to move; and no zero-length arrays below */
+		return 0;
+
 	struct mmsghdr msgs[n];
 	struct iovec iov[n];
 	struct sockaddr_in to[n];
 	unsigned done = 0, failed = 0;
 
-	if (n == 0)
-		return 0;
-	memset(msgs, 0, sizeof(msgs));
+	jk_mmsg_fill(msgs, iov, pkts, n, false);
 	for (unsigned i = 0; i < n; i++) {
 		to[i] = (struct sockaddr_in){ .sin_family = AF_INET,
 					      .sin_addr.s_addr = htonl(pkts[i]->verdict.dst_vtep) };
-		iov[i].iov_base = pkts[i]->data;
-		iov[i].iov_len = pkts[i]->len;
-		msgs[i].msg_hdr.msg_iov = &iov[i];
-		msgs[i].msg_hdr.msg_iovlen = 1;
 		msgs[i].msg_hdr.msg_name = &to[i];
 		msgs[i].msg_hdr.msg_namelen = sizeof(to[i]);
 	}
