@@ -27,8 +27,8 @@ void rnic_dcqcn_defaults(struct rnic_dcqcn_params *p)
 		.rate_period_ns = 300000,       /* T = 300 us */
 		.byte_counter = 1024 * 1024,    /* B = 1 MiB */
 		.fast_recovery = 5,             /* F */
-		.rate_ai = 40000000ull,         /* R_AI = 40 Mbit/s */
-		.rate_hai = 200000000ull,       /* R_HAI = 200 Mbit/s */
+		.rate_ai = 5000000ull,          /* R_AI = 5 Mbit/s */
+		.rate_hai = 50000000ull,        /* R_HAI = 50 Mbit/s */
 		.cnp_interval_ns = 50000,       /* N = 50 us */
 		.rate_reduce_ns = 50000,
 	};
@@ -140,8 +140,11 @@ void rnic_dcqcn_tick(struct rnic_dcqcn_rp *rp,
 		rp->alpha_due_ns = now_ns + p->alpha_period_ns;
 
 	for (n = 0; n < RNIC_TICK_MAX && rp->cut_once && now_ns >= rp->rate_due_ns; n++) {
-		rp->t_stage++;
-		rate_increase(rp, p);
+		if (rp->limited) {
+			rp->t_stage++;
+			rate_increase(rp, p);
+		}
+		rp->limited = 0;
 		rp->rate_due_ns += p->rate_period_ns;
 	}
 	if (now_ns >= rp->rate_due_ns)
@@ -156,8 +159,10 @@ void rnic_dcqcn_on_tx(struct rnic_dcqcn_rp *rp,
 		return;
 	rp->tokens -= bytes;
 	rp->meas_bytes += bytes;
+	if (rp->tokens <= 0)
+		rp->limited = 1;
 	measure(rp, now_ns);
-	if (!rp->cut_once)
+	if (!rp->cut_once || !rp->limited)
 		return;
 	rp->bytes += bytes;
 	while (rp->cut_once && p->byte_counter && rp->bytes >= p->byte_counter) {

@@ -18,6 +18,12 @@
  *                                       Rc = (Rt + Rc) / 2
  *       otherwise     : additive        Rt += R_AI; Rc = (Rt + Rc) / 2
  *   Rt, Rc never exceed line_rate.
+ *   Increase events count only while the rate is what holds the QP back:
+ *   a timer period in which the pacing bucket never ran dry (the QP was
+ *   idle, window-limited or waiting out a retransmission timeout) is no
+ *   event, nor are bytes sent in such a period (as TCP's congestion-window
+ *   validation, RFC 7661).  Without this a QP stalled by a loss comes back
+ *   at line rate with alpha decayed to ~0 and floods the bottleneck again.
  * Pacing: a token bucket filled at Rc (burst: the larger of 16 KiB and
  * 20 us at Rc); a packet may leave while tokens are positive.
  *
@@ -48,6 +54,7 @@ struct rnic_dcqcn_rp {
 	uint64_t last_cut_ns;     /* last rate cut */
 	int      cut_once;        /* a cut happened (rates below line rate) */
 	int      cnp_in_period;   /* a CNP arrived in this alpha period */
+	int      limited;         /* the bucket ran dry in this rate-timer period */
 	uint64_t meas_bps;        /* measured sending rate (EWMA), 0 = unknown */
 	uint64_t meas_bytes;      /* bytes in the current measurement window */
 	uint64_t meas_ns;         /* start of that window */

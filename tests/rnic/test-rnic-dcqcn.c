@@ -32,6 +32,15 @@ static struct rnic_dcqcn_params prof(void)
 	return p;
 }
 
+/* The bucket drained just before the timer fires: a period in which the
+ * rate held the QP back. */
+static void busy_tick(struct rnic_dcqcn_rp *rp, const struct rnic_dcqcn_params *p,
+		      uint64_t now)
+{
+	rnic_dcqcn_on_tx(rp, p, rp->tokens > 0 ? (uint32_t)rp->tokens : 1, now - 1);
+	rnic_dcqcn_tick(rp, p, now);
+}
+
 static void test_cut_on_cnp(void **state)
 {
 	struct rnic_dcqcn_params p = prof();
@@ -100,7 +109,7 @@ static void test_recovery_curve_timer(void **state)
 	rt = 5 * G;
 	assert_true(rp.rc == rc && rp.rt == rt);
 	for (int stage = 1; stage <= 8; stage++) {
-		rnic_dcqcn_tick(&rp, &p, t + (uint64_t)stage * 300 * US);
+		busy_tick(&rp, &p, t + (uint64_t)stage * 300 * US);
 		if (stage >= 5)
 			rt += 40 * M;          /* additive: T >= F, B < F */
 		rc = (rt + rc) / 2;
@@ -133,16 +142,16 @@ static void test_byte_counter_and_hyper(void **state)
 	rt += 40 * M;                                   /* only B = 5 was additive */
 	assert_true(rp.rt == rt);
 	for (tn = 1; tn <= 5; tn++)                     /* T = 1..5: additive */
-		rnic_dcqcn_tick(&rp, &p, t + (uint64_t)tn * 300 * US);
+		busy_tick(&rp, &p, t + (uint64_t)tn * 300 * US);
 	rt += 5 * 40 * M;
 	assert_true(rp.rt == rt);
 	rnic_dcqcn_on_tx(&rp, &p, 1 << 20, t);          /* B 6, T 5: additive */
 	rt += 40 * M;
 	assert_true(rp.rt == rt);
-	rnic_dcqcn_tick(&rp, &p, t + (uint64_t)tn++ * 300 * US);   /* T 6, B 6: hyper x1 */
+	busy_tick(&rp, &p, t + (uint64_t)tn++ * 300 * US);         /* T 6, B 6: hyper x1 */
 	rt += 200 * M;
 	assert_true(rp.rt == rt);
-	rnic_dcqcn_tick(&rp, &p, t + (uint64_t)tn++ * 300 * US);   /* T 7, B 6: hyper x1 */
+	busy_tick(&rp, &p, t + (uint64_t)tn++ * 300 * US);         /* T 7, B 6: hyper x1 */
 	rt += 200 * M;
 	assert_true(rp.rt == rt);
 	rnic_dcqcn_on_tx(&rp, &p, 1 << 20, t);          /* T 7, B 7: hyper x2 */
@@ -161,11 +170,39 @@ static void test_min_rate_and_full_recovery(void **state)
 		rnic_dcqcn_on_cnp(&rp, &p, t + (uint64_t)i * 100 * US);
 	assert_true(rp.rc == p.min_rate);
 	assert_true(rnic_dcqcn_next_due(&rp, &p) != UINT64_MAX);
-	/* long quiet: recovers to line rate and the timers go idle */
+	/* sending without CNPs: recovers to line rate and the timers go idle */
 	for (uint64_t now = t + 4000 * US; rp.cut_once && now < 10 * G; now += 300 * US)
-		rnic_dcqcn_tick(&rp, &p, now);
+		busy_tick(&rp, &p, now);
 	assert_true(rp.rc == p.line_rate);
 	assert_true(rnic_dcqcn_next_due(&rp, &p) == UINT64_MAX);
+}
+
+/* A QP that the rate does not hold back (a trickle: window-limited,
+ * idle, or waiting out a retransmission timeout) is not raised: it resumes at the rate it had, not at line
+ * rate with alpha decayed to nothing. */
+static void test_no_increase_while_idle(void **state)
+{
+	struct rnic_dcqcn_params p = prof();
+	struct rnic_dcqcn_rp rp;
+	uint64_t t = 0, rc, rt;
+
+	rnic_dcqcn_rp_init(&rp, &p, t);
+	rnic_dcqcn_on_cnp(&rp, &p, t);
+	t += 100 * US;
+	rnic_dcqcn_on_cnp(&rp, &p, t);
+	rc = rp.rc;
+	rt = rp.rt;
+	for (int i = 1; i <= 300; i++) {            /* 90 ms, never rate-limited */
+		assert_true(rnic_dcqcn_may_send(&rp, &p, t + (uint64_t)i * 300 * US - 1));
+		rnic_dcqcn_on_tx(&rp, &p, 100, t + (uint64_t)i * 300 * US - 1);
+		rnic_dcqcn_tick(&rp, &p, t + (uint64_t)i * 300 * US);
+	}
+	assert_true(rp.rc == rc && rp.rt == rt);
+	assert_int_equal(rp.t_stage, 0);
+	assert_true(rp.alpha < RNIC_ALPHA_ONE / 2);   /* alpha still decays */
+	busy_tick(&rp, &p, t + 301 * 300 * US);       /* in use again: one step */
+	assert_int_equal(rp.t_stage, 1);
+	assert_true(rp.rc == (rc + rt) / 2);
 }
 
 static void test_pacing(void **state)
@@ -253,6 +290,7 @@ int main(void)
 		cmocka_unit_test(test_recovery_curve_timer),
 		cmocka_unit_test(test_byte_counter_and_hyper),
 		cmocka_unit_test(test_min_rate_and_full_recovery),
+		cmocka_unit_test(test_no_increase_while_idle),
 		cmocka_unit_test(test_pacing),
 		cmocka_unit_test(test_cut_from_measured_rate),
 		cmocka_unit_test(test_np_interval),

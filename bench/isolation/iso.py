@@ -1,0 +1,268 @@
+"""iso.py — what the isolation experiments (bench/isolation/e*.py) share:
+a lab of the project's own jakiro-lab, traffic generators started in tenant
+namespaces and stopped by PID, a sampler of jakirod's DHTB counters,
+throughput series per tenant and class, gnuplot plots and verdict lines.
+
+Everything an experiment creates is named from its lab prefix and removed
+by Lab.down() (also on an exception: use `with Lab(...) as lab`).
+"""
+import csv
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+LAB = os.path.join(ROOT, "lab", "jakiro-lab")
+HERE = os.path.dirname(os.path.abspath(__file__))
+BIN = os.environ.get("JAKIRO_BIN") or os.path.join(ROOT, "build", "bin")
+PERF_PORT = 18515          # jk_*_bw exchange port
+
+
+class ExperimentError(Exception):
+    pass
+
+
+def log(msg):
+    print(msg, flush=True)
+
+
+def wait_until(deadline_s, fn, what):
+    """Polls fn() until it is true or deadline_s have passed."""
+    end = time.monotonic() + deadline_s
+    while time.monotonic() < end:
+        if fn():
+            return
+        time.sleep(0.05)
+    raise ExperimentError("timed out waiting for " + what)
+
+
+class Lab:
+    def __init__(self, prefix, topo, outdir):
+        self.prefix = prefix
+        self.topo = topo
+        self.outdir = outdir
+        self.procs = []
+        os.makedirs(os.path.join(outdir, "logs"), exist_ok=True)
+        self.topo_path = os.path.join(outdir, "topology.json")
+        with open(self.topo_path, "w") as f:
+            json.dump(topo, f, indent=1)
+
+    def __enter__(self):
+        self.up()
+        return self
+
+    def __exit__(self, *exc):
+        self.down()
+        return False
+
+    def lab(self, *args, check=True):
+        env = dict(os.environ, JAKIRO_BIN=BIN)
+        r = subprocess.run([LAB, "--prefix", self.prefix] + list(args),
+                           capture_output=True, text=True, env=env)
+        if check and r.returncode != 0:
+            raise ExperimentError("jakiro-lab %s: %s" % (" ".join(args), (r.stderr or r.stdout).strip()))
+        return r
+
+    def up(self):
+        self.lab("up", self.topo_path)
+
+    def down(self):
+        for p in self.procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        self.procs = []
+        self.lab("down", check=False)
+
+    def ns(self, name):
+        return "%s-%s" % (self.prefix, name)
+
+    def sock(self, host):
+        return "/run/jakiro-lab/%s/%s.sock" % (self.prefix, host)
+
+    def run(self, name, cmd, timeout=120, check=True):
+        r = subprocess.run(["ip", "netns", "exec", self.ns(name)] + cmd,
+                           capture_output=True, text=True, timeout=timeout)
+        if check and r.returncode != 0:
+            raise ExperimentError("%s: %s: %s" % (name, " ".join(cmd), (r.stderr or r.stdout).strip()[-400:]))
+        return r
+
+    def start(self, name, cmd, logname):
+        """Starts cmd in namespace name; its PID is the command's own."""
+        f = open(os.path.join(self.outdir, "logs", logname), "w")
+        p = subprocess.Popen(["ip", "netns", "exec", self.ns(name)] + cmd,
+                             stdout=f, stderr=subprocess.STDOUT)
+        p.logfile = f.name
+        self.procs.append(p)
+        return p
+
+    def ctl(self, host, *args):
+        r = subprocess.run([os.path.join(BIN, "jakiroctl"), "-s", self.sock(host)] + list(args),
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            raise ExperimentError("jakiroctl %s: %s" % (" ".join(args), (r.stderr or r.stdout).strip()))
+        return r.stdout
+
+    def ctl_json(self, host, *args):
+        return json.loads(self.ctl(host, "--json", *args))
+
+    def listening(self, name, port):
+        r = self.run(name, ["ss", "-Hltn", "sport = :%d" % port], check=False)
+        return r.returncode == 0 and r.stdout.strip() != ""
+
+    def wait_listen(self, name, port, deadline_s=10):
+        wait_until(deadline_s, lambda: self.listening(name, port), "%s to listen on %d" % (name, port))
+
+    # ---- traffic ----------------------------------------------------------
+
+    def iperf_server(self, name, port):
+        p = self.start(name, ["iperf3", "-s", "-p", str(port)], "iperf3-s-%s-%d.log" % (name, port))
+        self.wait_listen(name, port)
+        return p
+
+    def iperf_client(self, name, dst, port, seconds, streams=1):
+        return self.start(name, ["iperf3", "-c", dst, "-p", str(port), "-t", str(seconds),
+                                 "-P", str(streams), "-J"], "iperf3-c-%s-%d.json" % (name, port))
+
+    def rdma_server(self, name, seconds, qps=1, port=PERF_PORT, extra=()):
+        p = self.start(name, [os.path.join(BIN, "jk_write_bw"), "-d", "eth0", "-D", str(seconds),
+                              "-q", str(qps), "-p", str(port)] + list(extra),
+                       "rdma-s-%s-%d.log" % (name, port))
+        self.wait_listen(name, port)
+        return p
+
+    def rdma_client(self, name, dst, seconds, qps=1, port=PERF_PORT, extra=()):
+        return self.start(name, [os.path.join(BIN, "jk_write_bw"), "-d", "eth0", "-D", str(seconds),
+                                 "-q", str(qps), "-p", str(port), "--stats"] + list(extra) + [dst],
+                          "rdma-c-%s-%d.log" % (name, port))
+
+
+def finish(procs, deadline_s):
+    """Waits for every process; kills what outlives the deadline.  Returns
+    the exit codes."""
+    end = time.monotonic() + deadline_s
+    codes = []
+    for p in procs:
+        try:
+            codes.append(p.wait(timeout=max(0.1, end - time.monotonic())))
+        except subprocess.TimeoutExpired:
+            p.kill()
+            codes.append(p.wait())
+    return codes
+
+
+class Sampler:
+    """sample.py in the background, polling every host's control socket."""
+
+    def __init__(self, lab, hosts, path, period=0.1):
+        self.path = path
+        args = [sys.executable, os.path.join(HERE, "sample.py"), "--out", path,
+                "--period", str(period)] + ["%s=%s" % (h, lab.sock(h)) for h in hosts]
+        self.p = subprocess.Popen(args)
+        wait_until(10, lambda: os.path.exists(path) and os.path.getsize(path) > 80, "the first sample")
+
+    def stop(self):
+        self.p.send_signal(signal.SIGTERM)
+        self.p.wait(timeout=10)
+
+
+# ---- series ------------------------------------------------------------------
+
+def load(path):
+    """{(host, vnic, dir, class): [(t, {field: value})]} from sample.py's CSV."""
+    out = {}
+    with open(path) as f:
+        for r in csv.DictReader(f):
+            key = (r["host"], r["vnic"], r["dir"], r["class"])
+            vals = {k: int(v) for k, v in r.items() if k not in ("t", "host", "vnic", "dir", "class")}
+            out.setdefault(key, []).append((float(r["t"]), vals))
+    return out
+
+
+def mbps_between(samples, t1, t2, field="bytes"):
+    """Mean rate of a counter between the samples nearest t1 and t2, in
+    Mbit/s (bytes) or per second (other fields)."""
+    a = min(samples, key=lambda s: abs(s[0] - t1))
+    b = min(samples, key=lambda s: abs(s[0] - t2))
+    if b[0] <= a[0]:
+        return 0.0
+    d = b[1][field] - a[1][field]
+    return d * 8 / 1e6 / (b[0] - a[0]) if field == "bytes" else d / (b[0] - a[0])
+
+
+def delta(samples, t1, t2, field):
+    a = min(samples, key=lambda s: abs(s[0] - t1))
+    b = min(samples, key=lambda s: abs(s[0] - t2))
+    return b[1][field] - a[1][field]
+
+
+def write_series(data, columns, path, window=0.5, t_end=None):
+    """Writes a whitespace table for gnuplot: t, then one column of Mbit/s
+    per (label, key) in columns, over consecutive windows."""
+    keys = [k for _, k in columns]
+    t_end = t_end or max(s[-1][0] for k in keys for s in [data.get(k, [(0, {})])])
+    with open(path, "w") as f:
+        f.write("# t " + " ".join(lbl.replace(" ", "_") for lbl, _ in columns) + "\n")
+        t = 0.0
+        while t + window <= t_end + 1e-9:
+            row = [t + window]
+            for k in keys:
+                s = data.get(k)
+                row.append(mbps_between(s, t, t + window) if s else 0.0)
+            f.write(" ".join("%.3f" % v for v in row) + "\n")
+            t += window
+
+
+def plot(png, title, table, labels, ylabel="Mbit/s", marks=()):
+    """Throughput over time, one line per label (columns 2.. of table)."""
+    gp = png[:-4] + ".gp"
+    lines = ", ".join("'%s' using 1:%d with lines lw 2 title '%s'" % (table, i + 2, lbl)
+                      for i, lbl in enumerate(labels))
+    arrows = "".join("set arrow from %g, graph 0 to %g, graph 1 nohead dt 2 lc rgb 'gray'\n"
+                     "set label '%s' at %g, graph 0.97 offset 0.5,0\n" % (t, t, text, t)
+                     for t, text in marks)
+    with open(gp, "w") as f:
+        f.write("set terminal pngcairo size 900,500 noenhanced\nset output '%s'\n"
+                "set title '%s'\nset xlabel 'time (s)'\nset ylabel '%s'\n"
+                "set key outside right\nset grid\nset yrange [0:*]\n%splot %s\n"
+                % (png, title, ylabel, arrows, lines))
+    r = subprocess.run(["gnuplot", gp], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise ExperimentError("gnuplot %s: %s" % (gp, r.stderr.strip()))
+
+
+def within(value, target, pct):
+    return abs(value - target) <= target * pct / 100.0
+
+
+class Verdict:
+    """The one-line verdict of an experiment, from a list of checks."""
+
+    def __init__(self, name, outdir):
+        self.name = name
+        self.outdir = outdir
+        self.checks = []
+
+    def check(self, ok, text):
+        self.checks.append((bool(ok), text))
+        log("  %s %s" % ("ok  " if ok else "FAIL", text))
+        return ok
+
+    def line(self, summary):
+        ok = all(c for c, _ in self.checks) and self.checks
+        text = "%s %s: %s" % (self.name, "PASS" if ok else "FAIL", summary)
+        with open(os.path.join(self.outdir, "verdict.txt"), "w") as f:
+            f.write(text + "\n")
+            for c, t in self.checks:
+                f.write("  %s %s\n" % ("ok  " if c else "FAIL", t))
+        log(text)
+        return ok
+
+
+def goodput_factor_tcp(mtu=1450):
+    """TCP payload per inner-frame byte at a tenant MTU (no options but
+    timestamps: 12 bytes)."""
+    return (mtu - 40 - 12) / (mtu + 14)
