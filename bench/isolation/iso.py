@@ -159,10 +159,15 @@ class Sampler:
 
     def __init__(self, lab, hosts, path, period=0.1):
         self.path = path
-        args = [sys.executable, os.path.join(HERE, "sample.py"), "--out", path,
+        self.t0 = time.monotonic()
+        args = [sys.executable, os.path.join(HERE, "sample.py"), "--out", path, "--t0", repr(self.t0),
                 "--period", str(period)] + ["%s=%s" % (h, lab.sock(h)) for h in hosts]
         self.p = subprocess.Popen(args)
         wait_until(10, lambda: os.path.exists(path) and os.path.getsize(path) > 80, "the first sample")
+
+    def now(self):
+        """Seconds on the sampler's time axis."""
+        return time.monotonic() - self.t0
 
     def stop(self):
         self.p.send_signal(signal.SIGTERM)
@@ -262,7 +267,51 @@ class Verdict:
         return ok
 
 
+def topology(hosts, vpcs, vnics, **host_extra):
+    """A lab topology: hosts h1..hN on 172.30.0.0/24, vpcs {name: vni} all
+    on 10.0.0.0/24, vnics as given (dicts with name/vpc/host/ip...)."""
+    return {
+        "hosts": [dict({"name": "h%d" % i, "underlay": "172.30.0.%d/24" % i}, **host_extra)
+                  for i in range(1, hosts + 1)],
+        "vpcs": [{"name": n, "vni": v, "subnet": "10.0.0.0/24"} for n, v in vpcs.items()],
+        "vnics": vnics,
+    }
+
+
+def rnic_stats(path):
+    """Counters and per-QP lines of a jk_*_bw --stats log: ({name: value},
+    [{field: value}], MB/s average or None)."""
+    counters, qps, bw = {}, [], None
+    with open(path) as f:
+        for line in f:
+            w = line.split()
+            if len(w) == 2 and w[1].isdigit():
+                counters[w[0]] = int(w[1])
+            elif w[:1] == ["QP"]:
+                qps.append({w[i]: float(w[i + 1]) for i in range(2, len(w) - 1, 2)})
+            elif len(w) >= 4 and w[0].isdigit() and w[1].isdigit():
+                bw = float(w[3])
+    return counters, qps, bw
+
+
 def goodput_factor_tcp(mtu=1450):
     """TCP payload per inner-frame byte at a tenant MTU (no options but
     timestamps: 12 bytes)."""
     return (mtu - 40 - 12) / (mtu + 14)
+
+
+def default_out(name):
+    return os.path.join(ROOT, "bench", "results", "isolation-" + time.strftime("%Y%m%d-%H%M%S"), name)
+
+
+def add_total_column(table, groups, labels):
+    """Appends to a write_series table one column per group: the sum of
+    the given 1-based columns (e.g. a tenant's RDMA + TCP)."""
+    with open(table) as f:
+        lines = f.read().splitlines()
+    out = [lines[0] + " " + " ".join(l.replace(" ", "_") for l in labels)]
+    for line in lines[1:]:
+        w = line.split()
+        out.append(line + " " + " ".join("%.3f" % sum(float(w[c - 1]) for c in g) for g in groups))
+    with open(table, "w") as f:
+        f.write("\n".join(out) + "\n")

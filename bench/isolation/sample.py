@@ -7,7 +7,7 @@ of every vNIC as CSV, one row per (time, host, vNIC, direction, class).
 Counters are cumulative, as jakirod keeps them; rates.py turns them into
 throughput per interval.  Runs until --duration has passed or it gets
 SIGTERM/SIGINT (then it writes the last sample and exits 0).  Time is
-seconds since the first sample, from CLOCK_MONOTONIC.
+seconds since --t0 (a CLOCK_MONOTONIC reading; default the first sample).
 """
 import argparse
 import csv
@@ -54,6 +54,8 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--period", type=float, default=0.1)
     ap.add_argument("--duration", type=float, default=3600.0)
+    ap.add_argument("--t0", type=float, default=None,
+                    help="CLOCK_MONOTONIC second that is t=0 (default: the first sample)")
     ap.add_argument("hosts", nargs="+", help="HOST=SOCKET")
     a = ap.parse_args()
     hosts = []
@@ -69,8 +71,8 @@ def main():
     with open(a.out, "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["t", "host", "vnic", "dir", "class"] + FIELDS)
-        t0 = time.monotonic()
-        due = t0
+        t0 = a.t0 if a.t0 is not None else time.monotonic()
+        due = time.monotonic()
         while True:
             now = time.monotonic()
             for name, path in hosts:

@@ -83,14 +83,18 @@ static void refill(struct jk_dhtb *b, uint64_t now_ns)
 		ks[i]->tokens = refilled(ks[i], el);
 }
 
-/* Root tokens may go below zero (guaranteed traffic is charged there too),
- * but not below minus a burst, so that one class's debt cannot lock the
- * other out for long. */
+/* Root tokens may go below zero: guaranteed traffic is charged there too,
+ * and so is RDMA passed over the limit, so that its debt is repaid out of
+ * what the other class could borrow and the aggregate stays at the rate
+ * (a floor of one burst forgave that debt: RDMA + TCP ran ~5% over).  The
+ * floor, a burst plus the RDMA ceiling, bounds how long borrowing waits. */
 static void charge_root(struct jk_dhtb *b, int64_t cost)
 {
+	int64_t floor = b->root.depth + (int64_t)b->params.ceiling * NS_PER_S;
+
 	b->root.tokens -= cost;
-	if (b->root.tokens < -b->root.depth)
-		b->root.tokens = -b->root.depth;
+	if (b->root.tokens < -floor)
+		b->root.tokens = -floor;
 }
 
 /* Within the class share, or borrowing: charges and returns true. */

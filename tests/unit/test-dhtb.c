@@ -238,6 +238,56 @@ static void tcp_alone_gets_whole_rate(void **state)
 	assert_int_equal(b->st[TCP].dropped, 0);
 }
 
+/* RDMA that swings around its share (100 ms at 30 %, 100 ms at 70 % of
+ * the rate, ignoring marks) next to greedy TCP: what TCP borrows while RDMA
+ * is below its share is paid back while RDMA is over it, so the aggregate
+ * stays at the rate (a root that forgot RDMA's debt let it run ~10 % over)
+ * and TCP still has its guaranteed half. */
+static void rdma_overspend_repaid_from_borrowing(void **state)
+{
+	const uint64_t rate = 100 * MBIT, Bps = rate / 8, end = 2000 * MS;
+	struct jk_dhtb_params p;
+	struct pool *pl = fixture_pool();
+	struct jk_dhtb *b;
+	struct jk_pkt *out[JK_DHTB_RELEASE_MAX];
+	uint64_t rdma = 0, tcp = 0, next_rdma = 0;
+
+	params(&p, rate, 1, 1);
+	b = bucket_new(&p, 0);
+	for (uint64_t t = 0; t < end; t += 10 * US) {
+		/* RDMA: 1500-byte packets spaced for 30 % or 70 % of the rate */
+		uint64_t gap = 1500 * NS / (Bps * ((t / (100 * MS)) % 2 ? 70 : 30) / 100);
+
+		while (next_rdma <= t) {
+			enum jk_dhtb_verdict v = admit(b, pl, RDMA, 1500, false, true, t, 0);
+
+			assert_true(v == JK_DHTB_PASS || v == JK_DHTB_MARK);
+			rdma += 1500;
+			next_rdma += gap;
+		}
+		while (b->q_pkts < 4) {
+			enum jk_dhtb_verdict v = admit(b, pl, TCP, 1500, false, false, t, 0);
+
+			assert_true(v == JK_DHTB_PASS || v == JK_DHTB_HOLD);
+			tcp += v == JK_DHTB_PASS ? 1500 : 0;
+		}
+		if (jk_dhtb_next_ns(b, t) <= t) {
+			unsigned n = jk_dhtb_release(b, t, out, JK_DHTB_RELEASE_MAX);
+
+			for (unsigned i = 0; i < n; i++) {
+				tcp += 1500;
+				pkt_put(pl, out[i]);
+			}
+		}
+	}
+	print_message("rdma swinging: aggregate %.4f x rate, tcp %.4f, rdma %.4f\n",
+		      (double)(rdma + tcp) / (double)(2 * Bps), (double)tcp / (double)(2 * Bps),
+		      (double)rdma / (double)(2 * Bps));
+	assert_int_equal(b->st[RDMA].dropped, 0);
+	assert_true(rel_err((double)(rdma + tcp), (double)(2 * Bps)) <= 0.03);
+	assert_true(rel_err((double)tcp, (double)Bps) >= -0.03);
+}
+
 /* RDMA alone, sending whenever tokens allow, gets the whole rate too. */
 static void rdma_alone_gets_whole_rate(void **state)
 {
@@ -859,6 +909,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		T(unlimited_passes_everything),
 		T(tcp_alone_gets_whole_rate),
+		T(rdma_overspend_repaid_from_borrowing),
 		T(rdma_alone_gets_whole_rate),
 		T(shares_follow_weights),
 		T(rdma_marked_with_debt_never_dropped_below_ceiling),
