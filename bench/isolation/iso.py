@@ -69,12 +69,16 @@ class Lab:
     def up(self):
         self.lab("up", self.topo_path)
 
-    def down(self):
+    def stop_all(self):
+        """Kills what this lab started and is still running."""
         for p in self.procs:
             if p.poll() is None:
                 p.kill()
-                p.wait()
+            p.wait()
         self.procs = []
+
+    def down(self):
+        self.stop_all()
         self.lab("down", check=False)
 
     def ns(self, name):
