@@ -95,8 +95,10 @@ class Lab:
         return r
 
     def start(self, name, cmd, logname):
-        """Starts cmd in namespace name; its PID is the command's own."""
-        f = open(os.path.join(self.outdir, "logs", logname), "w")
+        """Starts cmd in namespace name; its PID is the command's own.  Its
+        output goes to logs/NN-logname (NN: the how-manieth start)."""
+        self.started = getattr(self, "started", 0) + 1
+        f = open(os.path.join(self.outdir, "logs", "%02d-%s" % (self.started, logname)), "w")
         p = subprocess.Popen(["ip", "netns", "exec", self.ns(name)] + cmd,
                              stdout=f, stderr=subprocess.STDOUT)
         p.logfile = f.name

@@ -9,7 +9,7 @@ need iperf3 python3
 
 cat > "$WORK/topo.json" <<'JSON'
 {
-  "hosts": [ {"name": "h1", "underlay": "172.30.0.1/24"},
+  "hosts": [ {"name": "h1", "underlay": "172.30.0.1/24", "rcft_idle_ms": 4000},
              {"name": "h2", "underlay": "172.30.0.2/24"} ],
   "vpcs":  [ {"name": "blue", "vni": 1001, "subnet": "10.0.0.0/24"},
              {"name": "red",  "vni": 1002, "subnet": "10.0.0.0/24"} ],
@@ -58,19 +58,34 @@ if [ -x "$JAKIRO_BIN/jk_write_bw" ]; then
 	check "RDMA over the rate is CE-marked" test "$(stat_of h1 's["vnics"]["blue1"]["dhtb"]["egress"]["rdma"]["marked"]')" -gt 0
 	check "the sender received CNPs" grep -qE "cnps_rx +[1-9]" "$WORK/cli.log"
 
+	live_rc() { lab ctl h1 -- --json show rcft | python3 -c 'import json,sys; print([v["live"] for v in json.load(sys.stdin)["vnics"] if v["vnic"]=="blue1"][0])'; }
+
 	# QP quota 2: two RC QPs connect, four do not.
-	lab exec blue2 -- "$JAKIRO_BIN/jk_write_bw" -d eth0 -q 2 -n 200 > "$WORK/srv2.log" 2>&1 &
+	lab exec blue2 -- "$JAKIRO_BIN/jk_write_bw" -d eth0 -q 2 -D 3 > "$WORK/srv2.log" 2>&1 &
 	srv=$!
 	wait_until 10 lab exec blue2 -- sh -c "ss -ltn | grep -q ':18515 '"
-	check "qp_quota 2: two QPs connect and transfer" lab exec blue1 -- timeout 60 "$JAKIRO_BIN/jk_write_bw" -d eth0 -q 2 -n 200 10.0.0.2
+	lab exec blue1 -- timeout 60 "$JAKIRO_BIN/jk_write_bw" -d eth0 -q 2 -D 3 10.0.0.2 > "$WORK/cli2.log" 2>&1 &
+	cli=$!
+	two_live() { test "$(live_rc)" -eq 2; }
+	check "qp_quota 2: two live RC flows while they run" wait_until 10 two_live
+	wait $cli
+	check "qp_quota 2: two QPs connect and transfer" test $? -eq 0
 	wait $srv
-	check "qp_quota 2: two live RC flows" test "$(stat_of h1 'None' >/dev/null; lab ctl h1 -- --json show rcft | python3 -c 'import json,sys; print([v["live"] for v in json.load(sys.stdin)["vnics"] if v["vnic"]=="blue1"][0])')" -eq 2
 	lab exec blue2 -- "$JAKIRO_BIN/jk_write_bw" -d eth0 -q 4 -n 200 -u 10 > "$WORK/srv3.log" 2>&1 &
 	srv=$!
 	wait_until 10 lab exec blue2 -- sh -c "ss -ltn | grep -q ':18515 '"
 	check_fails "qp_quota 2: four QPs (new ones) do not" lab exec blue1 -- timeout 60 "$JAKIRO_BIN/jk_write_bw" -d eth0 -q 4 -n 200 -u 10 10.0.0.2
 	kill $srv 2>/dev/null; wait $srv 2>/dev/null
 	check "qp_quota drops counted" test "$(stat_of h1 's["vnics"]["blue1"]["drops"].get("qp_quota",0)')" -gt 0
+
+	# Closed QPs age out of the RCFT (rcft_idle_ms 4000): then new ones connect.
+	rc_aged() { test "$(live_rc)" -eq 0; }
+	check "qp_quota: closed RC flows age out" wait_until 15 rc_aged
+	lab exec blue2 -- "$JAKIRO_BIN/jk_write_bw" -d eth0 -q 2 -n 200 > "$WORK/srv4.log" 2>&1 &
+	srv=$!
+	wait_until 10 lab exec blue2 -- sh -c "ss -ltn | grep -q ':18515 '"
+	check "qp_quota: after aging, two new QPs connect" lab exec blue1 -- timeout 60 "$JAKIRO_BIN/jk_write_bw" -d eth0 -q 2 -n 200 10.0.0.2
+	wait $srv
 else
 	echo "# jk_write_bw not built: RDMA checks skipped"
 fi
