@@ -71,6 +71,25 @@ static int64_t refilled(const struct jk_bucket *k, uint64_t el)
 	return k->tokens + (int64_t)(k->rate * el);
 }
 
+/* RDMA's debt is the virtual queue its marks report: what it sent beyond
+ * what the vNIC could carry.  Over-limit packets charge the class and the
+ * root alike, so with TCP busy the class debt equals the root's deficit;
+ * with TCP idle the class refills at its share only, and its debt would
+ * outgrow what the vNIC owes.  So the debt never exceeds the root's
+ * deficit (checked as time passes, at each refill): RDMA alone drains its
+ * queue at the vNIC's rate, and no debt
+ * hides behind root tokens (borrowing, unmarked) to mark the next small
+ * excess at 100 % (measured: a limit cycle of cuts to min rate and
+ * ceiling drops with 4 QPs through a 200 Mbit/s vNIC). */
+static void rdma_debt_bound(struct jk_dhtb *b)
+{
+	struct jk_bucket *k = &b->cls[JK_DHTB_RDMA];
+	int64_t floor = b->root.tokens < 0 ? b->root.tokens : 0;
+
+	if (k->tokens < floor)
+		k->tokens = floor;
+}
+
 static void refill(struct jk_dhtb *b, uint64_t now_ns)
 {
 	uint64_t el = now_ns > b->last_ns ? now_ns - b->last_ns : 0;
@@ -79,8 +98,11 @@ static void refill(struct jk_dhtb *b, uint64_t now_ns)
 	if (el > MAX_REFILL_NS)
 		el = MAX_REFILL_NS;
 	b->last_ns = now_ns > b->last_ns ? now_ns : b->last_ns;
+	if (!el)
+		return;
 	for (int i = 0; i < 3; i++)
 		ks[i]->tokens = refilled(ks[i], el);
+	rdma_debt_bound(b);
 }
 
 /* Root tokens may go below zero: guaranteed traffic is charged there too,

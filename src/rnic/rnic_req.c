@@ -3,7 +3,8 @@
  * Each WQE gets its PSN range when it starts (first_psn .. last_psn, one
  * PSN per packet; a READ takes the PSNs of its response packets).  A
  * message is cut into path-MTU packets; AckReq is set on the last packet
- * of a message and at least every RNIC_ACKREQ_PKTS packets (as rxe).  The
+ * of a message, at least every RNIC_ACKREQ_PKTS packets (as rxe) or a
+ * quarter of the loss window, and on the packet that fills the window.  The
  * requester stops when the window of unacknowledged PSNs is full (a loss
  * window: halved on every loss, regrown by a quarter of what is acknowledged,
  * up to about 1 MiB of data), when
@@ -62,7 +63,20 @@ static void account(struct rnic_qp *qp, uint32_t bytes, uint32_t payload, uint64
 	qp->tx_bytes += payload;
 }
 
-/* One SEND or RDMA WRITE packet at the current position. */
+/* Packets between AckReqs: RNIC_ACKREQ_PKTS, or a quarter of the loss
+ * window when that is smaller.  The responder answers AckReq only, so a
+ * window that fills without one stalls until the retransmit timer; and
+ * the packet that fills the window asks anyway (see send_data). */
+static uint32_t ackreq_every(const struct rnic_qp *qp)
+{
+	uint32_t n = qp->cwnd / 4;
+
+	return n < 1 ? 1 : n < RNIC_ACKREQ_PKTS ? n : RNIC_ACKREQ_PKTS;
+}
+
+/* One SEND or RDMA WRITE packet at the current position.  AckReq on the
+ * last packet of a message, every ackreq_every() packets, and on the
+ * packet that fills the loss window. */
 static int send_data(struct rnic_qp *qp, struct rnic_swqe *w, uint64_t now_ns)
 {
 	struct rnic_dev *dev = qp->dev;
@@ -79,7 +93,8 @@ static int send_data(struct rnic_qp *qp, struct rnic_swqe *w, uint64_t now_ns)
 	f.qpn = qp->attr.dest_qp_num;
 	f.psn = qp->req.psn;
 	f.pad = (-plen) & 3;
-	f.ackreq = last || ++qp->req.noack >= RNIC_ACKREQ_PKTS;
+	f.ackreq = last || ++qp->req.noack >= ackreq_every(qp) ||
+		   psn_diff(qp->req.psn, qp->comp.psn) + 1 >= qp->cwnd;
 	f.se = last && (w->flags & RNIC_SEND_SOLICITED);
 	f.va = w->raddr;
 	f.rkey = w->rkey;

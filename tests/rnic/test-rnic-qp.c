@@ -17,6 +17,7 @@
 #include <cmocka.h>
 
 #include "rnic/rnic.h"
+#include "rnic/rnic_loc.h"      /* white-box: the loss window */
 
 #define ALL_ACCESS (RNIC_ACCESS_LOCAL_WRITE | RNIC_ACCESS_REMOTE_WRITE | RNIC_ACCESS_REMOTE_READ)
 #define BUF 65536
@@ -450,6 +451,29 @@ static void test_retry_exhausted(void **state)
 	assert_true(c.drop_unknown_qp >= 3);
 }
 
+/* A loss window (after losses) smaller than the AckReq interval
+ * (RNIC_ACKREQ_PKTS): the window must still ask for ACKs, or every window
+ * waits out the retransmit timer (4 ms here; 64 KiB took 3 timeouts). */
+static void test_small_window_acks(void **state)
+{
+	struct env *e = *state;
+	struct rnic_wc wc[4];
+	struct rnic_counters c;
+
+	NEED_ENV(e);
+	connect_pair(e, ALL_ACCESS, 7);
+	e->a->cwnd = RNIC_CWND_MIN;                /* as after four losses */
+	memset(e->ba, 0x5a, BUF);
+	post_send(e->a, RNIC_WR_RDMA_WRITE, e->ba, BUF, rnic_mr_lkey(e->ma),
+		  (uintptr_t)e->bb, rnic_mr_rkey(e->mb), 1);
+	assert_int_equal(pump(e, wc, 1), 1);
+	assert_int_equal(wc[0].status, RNIC_WC_SUCCESS);
+	assert_memory_equal(e->ba, e->bb, BUF);
+	rnic_get_counters(e->dev, &c);
+	assert_int_equal(c.timeouts, 0);
+	assert_int_equal(c.retransmits, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -462,6 +486,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_bad_lkey, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rnr_retry_exhausted, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_retry_exhausted, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_small_window_acks, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, NULL);

@@ -315,6 +315,50 @@ static void rdma_alone_gets_whole_rate(void **state)
 	assert_int_equal(b->st[RDMA].marked, 0);
 }
 
+/* RDMA alone (TCP idle) after an overshoot: it may use the whole rate, so
+ * its debt (the virtual queue DCQCN reacts to) drains at the vNIC's rate,
+ * not at its class share; at 90 % of the rate the debt is gone within
+ * debt / (10 % of the rate) and no hidden debt is left to mark the next
+ * small excess at 100 %.  (With the debt draining at the class share the
+ * class went deeper into debt while the root recovered, then packets
+ * borrowed unmarked, and the next excess met ~700 kB of old debt.) */
+static void rdma_alone_debt_drains_at_rate(void **state)
+{
+	const uint64_t rate = 100 * MBIT, Bps = rate / 8;
+	struct jk_dhtb_params p;
+	struct pool *pl = fixture_pool();
+	struct jk_dhtb *b;
+	uint64_t t = 0, next = 0, gap = 1000 * NS / (Bps * 90 / 100);
+	unsigned marks = 0;
+
+	params(&p, rate, 1, 1);
+	b = bucket_new(&p, 0);
+	/* 400 kB at once: past the root's and the class's bursts */
+	for (int i = 0; i < 400; i++)
+		assert_int_not_equal(admit(b, pl, RDMA, 1000, false, true, t, 0), JK_DHTB_DROP);
+	assert_true(rdma_debt(b) > 100000);
+	/* 90 % of the rate for 1 s: 10 % of 12.5 MB/s repays ~250 kB in 200 ms */
+	for (t = 0; t < 1000 * MS; t += 10 * US) {
+		while (next <= t) {
+			enum jk_dhtb_verdict v = admit(b, pl, RDMA, 1000, false, true, t, 0);
+
+			assert_int_not_equal(v, JK_DHTB_DROP);
+			marks += t >= 500 * MS && v == JK_DHTB_MARK;
+			next += gap;
+		}
+	}
+	print_message("rdma alone at 90%% after an overshoot: debt %llu bytes, marks in the last 500 ms %u\n",
+		      (unsigned long long)rdma_debt(b), marks);
+	assert_int_equal(marks, 0);
+	assert_int_equal(rdma_debt(b), 0);
+	/* an excess of 20 kB over the root's tokens is marked as 20 kB of debt */
+	while (rdma_fits(b, 1000))
+		assert_int_equal(admit(b, pl, RDMA, 1000, false, true, t, 0), JK_DHTB_PASS);
+	for (int i = 0; i < 20; i++)
+		assert_int_not_equal(admit(b, pl, RDMA, 1000, false, true, t, 0), JK_DHTB_DROP);
+	assert_true(rdma_debt(b) <= 21000);
+}
+
 /* Both classes greedy: each gets rate x w / sum(w). */
 static void shares_for(uint32_t w_rdma, uint32_t w_tcp)
 {
@@ -911,6 +955,7 @@ int main(void)
 		T(tcp_alone_gets_whole_rate),
 		T(rdma_overspend_repaid_from_borrowing),
 		T(rdma_alone_gets_whole_rate),
+		T(rdma_alone_debt_drains_at_rate),
 		T(shares_follow_weights),
 		T(rdma_marked_with_debt_never_dropped_below_ceiling),
 		T(rdma_not_ect_unmarked_then_dropped_at_ceiling),
