@@ -107,6 +107,11 @@ int rnic_open(const char *name, struct rnic_dev **out)
 			break;
 		}
 	make_gids(dev);
+	/* QPNs unique per IP address, as one RNIC's are: several soft-RNIC
+	 * processes may share an interface, and peers, the RCFT and tshark
+	 * tell RC flows apart by destination QPN.  Each device takes its own
+	 * block of RNIC_MAX_QP numbers, chosen by its PID (24-bit QPNs). */
+	dev->qpn_base = RNIC_QPN_BASE + ((uint32_t)getpid() % RNIC_QPN_BLOCKS) * RNIC_MAX_QP;
 	dev->window = 0;                /* per QP from its path MTU */
 	env = getenv("JK_RNIC_WINDOW");
 	if (env && atoi(env) >= 8 && atoi(env) <= 4096)

@@ -29,6 +29,7 @@
 #define RNIC_MAX_WR          16384
 #define RNIC_MAX_CQE         (1 << 20)
 #define RNIC_QPN_BASE        0x11
+#define RNIC_QPN_BLOCKS      0xffff      /* blocks of RNIC_MAX_QP below 2^24 */
 #define RNIC_MAX_RD_ATOM     16      /* read requests per QP, each way */
 #define RNIC_MAX_MSG         (1u << 31)
 #define RNIC_WINDOW_BYTES    (1 << 20) /* unacknowledged data per QP (default) */
@@ -187,6 +188,7 @@ struct rnic_dev {
 	int raw_fd;                   /* raw IPv4/UDP; receive path (see rnic_net.c) */
 
 	struct rnic_qp *qp[RNIC_MAX_QP];
+	uint32_t qpn_base;            /* QPN of qp[0]: see rnic_dev.c */
 	struct rnic_mr *mr[RNIC_MAX_MR];
 	uint8_t mr_gen[RNIC_MAX_MR];
 

@@ -123,7 +123,7 @@ int rnic_create_qp(struct rnic_pd *pd, const struct rnic_qp_init_attr *init,
 	if (!qp->cap.max_recv_sge)
 		qp->cap.max_recv_sge = 1;
 	qp->sq_sig_all = init->sq_sig_all;
-	qp->qpn = RNIC_QPN_BASE + i;
+	qp->qpn = dev->qpn_base + i;
 	qp->state = RNIC_QPS_RESET;
 	qp->window = dev->window ? dev->window : RNIC_WINDOW_MIN;
 	dev->qp[i] = qp;
@@ -136,8 +136,8 @@ int rnic_create_qp(struct rnic_pd *pd, const struct rnic_qp_init_attr *init,
 
 void rnic_qp_release(struct rnic_qp *qp)
 {
-	if (qp->dev && qp->dev->qp[qp->qpn - RNIC_QPN_BASE] == qp)
-		qp->dev->qp[qp->qpn - RNIC_QPN_BASE] = NULL;
+	if (qp->dev && qp->dev->qp[qp->qpn - qp->dev->qpn_base] == qp)
+		qp->dev->qp[qp->qpn - qp->dev->qpn_base] = NULL;
 	free(qp->sq);
 	free(qp->rq);
 	free(qp);

@@ -6,7 +6,7 @@
 
 static struct rnic_qp *qp_lookup(struct rnic_dev *dev, uint32_t qpn)
 {
-	uint32_t i = qpn - RNIC_QPN_BASE;
+	uint32_t i = qpn - dev->qpn_base;
 
 	return i < RNIC_MAX_QP ? dev->qp[i] : NULL;
 }
