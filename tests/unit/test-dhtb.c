@@ -932,8 +932,9 @@ static void flows_check_counters(const struct jk_dhtb *b, const struct flows *fs
 }
 
 /* Two unresponsive flows, one offering 4x what the other does (2.4 and 0.6
- * x the rate), get half the rate each (a FIFO gave them 80/20), each
- * flow's packets in order. */
+ * x the rate), get half the rate each, each flow's packets in order (one
+ * FIFO gave them 100/0 here: the fat flow's arrivals always took the
+ * space the queue freed first). */
 static void tcp_flows_share_rate(void **state)
 {
 	const uint64_t rate = 100 * MBIT, Bps = rate / 8, end = 1100 * MS;
