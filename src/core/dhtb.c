@@ -1,13 +1,17 @@
-/* dhtb.c — token buckets with borrowing, graded RDMA marking, TCP shaping. */
+/* dhtb.c — token buckets with borrowing, graded RDMA marking, TCP shaping
+ * with a fair queue per flow. */
 #include "core/dhtb.h"
 
 #include <string.h>
+
+#include "core/hash.h"
 
 #define NS_PER_S      1000000000ll
 #define PPM           1000000u
 #define MAX_REFILL_NS NS_PER_S        /* buckets are full after 1 s anyway */
 #define MIN_BURST     (64 * 1024)     /* at least a TSO-sized burst */
 #define MIN_CLASS_BURST (16 * 1024)
+#define FLOW_SEED     0x64687462u     /* "dhtb" */
 
 void jk_dhtb_params_default(struct jk_dhtb_params *p, uint64_t rate_bps)
 {
@@ -162,10 +166,169 @@ static void passed(struct jk_dhtb *b, enum jk_dhtb_class c, uint32_t len)
 	b->st[c].bytes += len;
 }
 
+/* ---- TCP shaper queue: deficit round robin over flow queues ------------
+ *
+ * A packet's flow is a hash of its inner IPv4 5-tuple; flow 0 takes
+ * what has none (non-IPv4, fragments).  Backlogged flows form the round
+ * (a list in service order).  Its first flow sends while its deficit is
+ * positive, each packet costing its length, then goes to the end of the
+ * round with a quantum more; a flow joins the round at the end with one
+ * quantum (fq_codel's DRR without its new-flow priority).  The round is
+ * kept settled: after every change its first flow has deficit > 0, so the
+ * next packet to leave is the head of that flow (jk_dhtb_next_ns is
+ * const). */
+
+static unsigned flow_of(const struct jk_pkt *p)
+{
+	const struct jk_pkt_meta *m = &p->meta;
+	uint32_t w[4];
+
+	if ((m->flags & (JK_PF_IPV4 | JK_PF_FRAG)) != JK_PF_IPV4)
+		return 0;
+	w[0] = m->src_ip;
+	w[1] = m->dst_ip;
+	w[2] = (uint32_t)m->sport << 16 | m->dport;
+	w[3] = m->ip_proto;
+	return 1 + jk_hash_words(w, 4, FLOW_SEED) % (JK_DHTB_FLOWS - 1);
+}
+
+static void rr_append(struct jk_dhtb *b, unsigned i)
+{
+	struct jk_dhtb_flow *f = &b->flow[i];
+
+	f->next = 0;
+	f->prev = b->rr_last;
+	if (b->rr_n)
+		b->flow[b->rr_last].next = (uint16_t)i;
+	else
+		b->rr_first = (uint16_t)i;
+	b->rr_last = (uint16_t)i;
+	b->rr_n++;
+}
+
+static void rr_unlink(struct jk_dhtb *b, unsigned i)
+{
+	struct jk_dhtb_flow *f = &b->flow[i];
+
+	if (b->rr_first == i)
+		b->rr_first = f->next;
+	else
+		b->flow[f->prev].next = f->next;
+	if (b->rr_last == i)
+		b->rr_last = f->prev;
+	else
+		b->flow[f->next].prev = f->prev;
+	b->rr_n--;
+}
+
+/* Ends the turns of first flows without deficit left: at most
+ * JK_PKT_DATA_MAX / JK_DHTB_QUANTUM + 1 passes over the round. */
+static void rr_settle(struct jk_dhtb *b)
+{
+	while (b->rr_n) {
+		unsigned i = b->rr_first;
+
+		if (b->flow[i].deficit > 0)
+			return;
+		b->flow[i].deficit += JK_DHTB_QUANTUM;
+		if (b->rr_n > 1) {
+			rr_unlink(b, i);
+			rr_append(b, i);
+		}
+	}
+}
+
+/* Takes the head packet of flow i (backlogged) out of the queue; a flow
+ * left empty leaves the round. */
+static struct jk_pkt *flow_pop(struct jk_dhtb *b, unsigned i)
+{
+	struct jk_dhtb_flow *f = &b->flow[i];
+	struct jk_pkt *p = f->head;
+	uint32_t len = p->verdict.shaped_len;
+
+	f->head = p->next;
+	if (!f->head) {
+		f->tail = NULL;
+		rr_unlink(b, i);
+	}
+	f->bytes -= len;
+	b->q_bytes -= len;
+	b->q_pkts--;
+	p->next = NULL;
+	return p;
+}
+
+/* The backlogged flow with the most bytes queued (the first of equals). */
+static unsigned flow_fattest(const struct jk_dhtb *b)
+{
+	unsigned fat = b->rr_first, i = b->rr_first;
+
+	for (unsigned k = 1; k < b->rr_n; k++) {
+		i = b->flow[i].next;
+		if (b->flow[i].bytes > b->flow[fat].bytes)
+			fat = i;
+	}
+	return fat;
+}
+
+/* Queues p (len bytes) on its flow.  The limit is shared: when p does not
+ * fit, packets leave the head of the fattest flow until it does (head
+ * drop: the flow's sender learns of the loss a queue earlier), unless p's
+ * own flow would be the fattest, in which case p is dropped. */
+static enum jk_dhtb_verdict tcp_enqueue(struct jk_dhtb *b, struct jk_pkt *p, uint32_t len, bool ect,
+					struct jk_pkt **evicted)
+{
+	struct jk_dhtb_class_stats *st = &b->st[JK_DHTB_TCP];
+	unsigned i = flow_of(p);
+	struct jk_dhtb_flow *f = &b->flow[i];
+	struct jk_pkt **last = evicted;
+	uint64_t share_sum;
+
+	if (len > b->params.queue_limit)
+		goto drop;
+	while (b->q_bytes + len > b->params.queue_limit) {
+		unsigned fat = flow_fattest(b);
+
+		if (f->bytes + len >= b->flow[fat].bytes)
+			goto drop;
+		*last = flow_pop(b, fat);
+		last = &(*last)->next;
+		st->dropped++;
+		rr_settle(b);
+	}
+	/* Marked past queue_mark if its flow (with p) holds at least the
+	 * average backlog of the flows in the round (with p's): the flows
+	 * that build the queue are told, not those that merely cross it. */
+	share_sum = (uint64_t)(f->bytes + len) * (b->rr_n + (f->head ? 0u : 1u));
+	p->next = NULL;
+	p->verdict.ce = ect && b->q_bytes > b->params.queue_mark && share_sum >= (uint64_t)b->q_bytes + len;
+	if (p->verdict.ce)
+		st->marked++;
+	if (f->head) {
+		f->tail->next = p;
+	} else {
+		f->head = p;
+		f->deficit = JK_DHTB_QUANTUM;
+		rr_append(b, i);
+	}
+	f->tail = p;
+	f->bytes += len;
+	b->q_bytes += len;
+	b->q_pkts++;
+	st->queued++;
+	return JK_DHTB_HOLD;
+
+drop:
+	st->dropped++;
+	return JK_DHTB_DROP;
+}
+
 enum jk_dhtb_verdict jk_dhtb_admit(struct jk_dhtb *b, enum jk_dhtb_class c, struct jk_pkt *p, uint32_t len,
-				   bool ctrl, bool ect, uint64_t now_ns)
+				   bool ctrl, bool ect, uint64_t now_ns, struct jk_pkt **evicted)
 {
 	int64_t cost = (int64_t)len * NS_PER_S;
+
+	*evicted = NULL;
 
 	if (!jk_dhtb_limited(b)) {
 		passed(b, c, len);
@@ -195,52 +358,32 @@ enum jk_dhtb_verdict jk_dhtb_admit(struct jk_dhtb *b, enum jk_dhtb_class c, stru
 		}
 		return JK_DHTB_PASS;
 	}
-	/* TCP and other: in order, so behind a non-empty queue. */
-	if (!b->head && take(b, c, cost)) {
+	/* TCP and other: behind a non-empty queue, whichever flow it holds. */
+	if (!b->rr_n && take(b, c, cost)) {
 		passed(b, c, len);
 		return JK_DHTB_PASS;
 	}
-	if (b->q_bytes + len > b->params.queue_limit) {
-		b->st[c].dropped++;
-		return JK_DHTB_DROP;
-	}
-	p->next = NULL;
-	p->verdict.ce = ect && b->q_bytes > b->params.queue_mark;
-	if (p->verdict.ce)
-		b->st[c].marked++;
-	if (b->tail)
-		b->tail->next = p;
-	else
-		b->head = p;
-	b->tail = p;
-	b->q_bytes += len;
-	b->q_pkts++;
-	b->st[c].queued++;
-	return JK_DHTB_HOLD;
+	return tcp_enqueue(b, p, len, ect, evicted);
 }
 
 unsigned jk_dhtb_release(struct jk_dhtb *b, uint64_t now_ns, struct jk_pkt **out, unsigned max)
 {
 	unsigned n = 0;
 
-	if (!b->head)
+	if (!b->rr_n)
 		return 0;
 	refill(b, now_ns);
-	while (b->head && n < max) {
-		struct jk_pkt *p = b->head;
-		uint32_t len = p->verdict.shaped_len;
+	while (b->rr_n && n < max) {
+		unsigned i = b->rr_first;
+		uint32_t len = b->flow[i].head->verdict.shaped_len;
 
 		/* Re-configured to unlimited: what waited goes at once. */
 		if (jk_dhtb_limited(b) && !take(b, JK_DHTB_TCP, (int64_t)len * NS_PER_S))
 			break;
-		b->head = p->next;
-		if (!b->head)
-			b->tail = NULL;
-		b->q_bytes -= len;
-		b->q_pkts--;
+		b->flow[i].deficit -= (int32_t)len;
+		out[n++] = flow_pop(b, i);
+		rr_settle(b);
 		passed(b, JK_DHTB_TCP, len);
-		p->next = NULL;
-		out[n++] = p;
 	}
 	return n;
 }
@@ -250,11 +393,11 @@ uint64_t jk_dhtb_next_ns(const struct jk_dhtb *b, uint64_t now_ns)
 	int64_t cost, need_cls, need_root, need;
 	uint64_t el, wait_cls, wait_root;
 
-	if (!b->head)
+	if (!b->rr_n)
 		return 0;
 	if (!jk_dhtb_limited(b))
 		return now_ns;
-	cost = (int64_t)b->head->verdict.shaped_len * NS_PER_S;
+	cost = (int64_t)b->flow[b->rr_first].head->verdict.shaped_len * NS_PER_S;
 	/* Tokens as they will be at now_ns. */
 	el = now_ns > b->last_ns ? now_ns - b->last_ns : 0;
 	if (el > MAX_REFILL_NS)
@@ -273,16 +416,17 @@ unsigned jk_dhtb_flush(struct jk_dhtb *b, struct jk_pkt **out, unsigned max)
 {
 	unsigned n = 0;
 
-	while (b->head && n < max) {
-		struct jk_pkt *p = b->head;
-
-		b->head = p->next;
-		b->q_bytes -= p->verdict.shaped_len;
-		b->q_pkts--;
-		p->next = NULL;
-		out[n++] = p;
-	}
-	if (!b->head)
-		b->tail = NULL;
+	while (b->rr_n && n < max)
+		out[n++] = flow_pop(b, b->rr_first);
+	rr_settle(b);
 	return n;
+}
+
+void jk_dhtb_foreach(struct jk_dhtb *b, void (*fn)(struct jk_pkt *p, void *arg), void *arg)
+{
+	unsigned i = b->rr_first;
+
+	for (unsigned k = 0; k < b->rr_n; k++, i = b->flow[i].next)
+		for (struct jk_pkt *p = b->flow[i].head; p; p = p->next)
+			fn(p, arg);
 }

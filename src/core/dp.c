@@ -133,6 +133,15 @@ int jk_dp_vnic_add(struct jk_dp *dp, const struct jk_vnic_cfg *cfg, uint16_t *id
 	return 0;
 }
 
+/* A queued packet bound for vNIC *arg (being deleted) will leave as a drop. */
+static void disown(struct jk_pkt *p, void *arg)
+{
+	if (p->verdict.then == JK_ACT_TO_VNIC && p->verdict.out_vnic == *(const uint16_t *)arg) {
+		p->verdict.then = JK_ACT_DROP;
+		p->verdict.drop = JK_DROP_VNIC_DOWN;
+	}
+}
+
 int jk_dp_vnic_del(struct jk_dp *dp, uint16_t id)
 {
 	struct jk_vnic *v = jk_dp_vnic(dp, id);
@@ -159,11 +168,7 @@ int jk_dp_vnic_del(struct jk_dp *dp, uint16_t id)
 	for (unsigned o = 0; o < JK_MAX_VNICS; o++) {
 		if (o == id || !dp->vnics[o].in_use)
 			continue;
-		for (struct jk_pkt *p = dp->vnics[o].dhtb[JK_DIR_EGRESS].head; p; p = p->next)
-			if (p->verdict.then == JK_ACT_TO_VNIC && p->verdict.out_vnic == id) {
-				p->verdict.then = JK_ACT_DROP;
-				p->verdict.drop = JK_DROP_VNIC_DOWN;
-			}
+		jk_dhtb_foreach(&dp->vnics[o].dhtb[JK_DIR_EGRESS], disown, &id);
 	}
 	v->in_use = false;
 	return 0;
@@ -356,8 +361,9 @@ static void shape(struct jk_dp *dp, struct jk_vnic *v, enum jk_dir dir, struct j
 	uint8_t ecn = p->meta.tos & JK_ECN_MASK;
 	bool ect = (p->meta.flags & JK_PF_IPV4) && ecn != JK_ECN_NOT_ECT;
 	bool ctrl = (p->meta.flags & JK_PF_ROCE_CTRL) != 0;
+	struct jk_pkt *evicted;
 
-	switch (jk_dhtb_admit(&v->dhtb[dir], c, p, p->verdict.shaped_len, ctrl, ect, now_ns)) {
+	switch (jk_dhtb_admit(&v->dhtb[dir], c, p, p->verdict.shaped_len, ctrl, ect, now_ns, &evicted)) {
 	case JK_DHTB_DROP:
 		drop(dp, v, p, c == JK_DHTB_RDMA ? JK_DROP_DHTB_RDMA : JK_DROP_DHTB_TCP);
 		return;
@@ -367,6 +373,16 @@ static void shape(struct jk_dp *dp, struct jk_vnic *v, enum jk_dir dir, struct j
 		p->verdict.shaped_vnic = vnic_id(dp, v);
 		p->verdict.shaped_dir = (uint8_t)dir;
 		dp->held++;
+		/* Packets of a fatter flow dropped to make room: they are
+		 * handed back (still counted in held) by jk_dp_release(). */
+		while (evicted) {
+			struct jk_pkt *x = evicted;
+
+			evicted = x->next;
+			drop(dp, v, x, JK_DROP_DHTB_TCP);
+			x->next = dp->orphans;
+			dp->orphans = x;
+		}
 		return;
 	case JK_DHTB_MARK:
 		mark_ce(p);

@@ -61,7 +61,7 @@ struct jk_dp {
 	struct jk_rcft rcft;
 	struct jk_dp_counters cnt;
 	uint32_t held;                    /* packets in shaper queues */
-	struct jk_pkt *orphans;           /* queued packets of deleted vNICs, to hand back */
+	struct jk_pkt *orphans;           /* dropped queued packets (deleted vNICs, evicted), to hand back */
 };
 
 int jk_dp_init(struct jk_dp *dp, const struct jk_dp_params *params);

@@ -8,6 +8,7 @@
  * it out of debt) sends whenever a packet fits in its class or root tokens.
  */
 #include <setjmp.h>
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -78,6 +79,7 @@ static struct jk_pkt *pkt_get(struct pool *pl, uint32_t len, uint32_t tag)
 	assert_true(pl->nfree > 0);
 	p = pl->free[--pl->nfree];
 	jk_pkt_reset(p, len);
+	memset(&p->meta, 0, sizeof(p->meta));       /* flow 0 unless the case sets one */
 	memset(&p->verdict, 0, sizeof(p->verdict));
 	p->verdict.shaped_len = len;
 	p->next = (struct jk_pkt *)(uintptr_t)0x1;   /* the DHTB must set it */
@@ -91,16 +93,47 @@ static void pkt_put(struct pool *pl, struct jk_pkt *p)
 	pl->free[pl->nfree++] = p;
 }
 
-/* Admits one packet; the pool takes back what the bucket does not hold. */
-static enum jk_dhtb_verdict admit(struct jk_dhtb *b, struct pool *pl, enum jk_dhtb_class c, uint32_t len,
-				  bool ctrl, bool ect, uint64_t now, uint32_t tag)
+/* Takes back packets the DHTB evicted; returns how many. */
+static unsigned put_evicted(struct pool *pl, struct jk_pkt *ev)
 {
-	struct jk_pkt *p = pkt_get(pl, len, tag);
-	enum jk_dhtb_verdict v = jk_dhtb_admit(b, c, p, len, ctrl, ect, now);
+	unsigned n = 0;
 
+	while (ev) {
+		struct jk_pkt *x = ev;
+
+		ev = x->next;
+		pkt_put(pl, x);
+		n++;
+	}
+	return n;
+}
+
+/* Admits one packet p; the pool takes back what the bucket does not hold
+ * (*n_evicted, when asked for, counts the packets evicted for it). */
+static enum jk_dhtb_verdict admit_pkt(struct jk_dhtb *b, struct pool *pl, enum jk_dhtb_class c, struct jk_pkt *p,
+				      bool ctrl, bool ect, uint64_t now, unsigned *n_evicted)
+{
+	struct jk_pkt *ev = (struct jk_pkt *)(uintptr_t)0x1;   /* the DHTB must set it */
+	enum jk_dhtb_verdict v = jk_dhtb_admit(b, c, p, p->verdict.shaped_len, ctrl, ect, now, &ev);
+	unsigned n;
+
+	if (v != JK_DHTB_HOLD)
+		assert_null(ev);
+	n = put_evicted(pl, ev);
+	if (n_evicted)
+		*n_evicted = n;
+	else
+		assert_int_equal(n, 0);
 	if (v != JK_DHTB_HOLD)
 		pkt_put(pl, p);
 	return v;
+}
+
+/* Admits one packet of flow 0 (no IPv4 header); nothing may be evicted. */
+static enum jk_dhtb_verdict admit(struct jk_dhtb *b, struct pool *pl, enum jk_dhtb_class c, uint32_t len,
+				  bool ctrl, bool ect, uint64_t now, uint32_t tag)
+{
+	return admit_pkt(b, pl, c, pkt_get(pl, len, tag), ctrl, ect, now, NULL);
 }
 
 static struct jk_dhtb *bucket_new(const struct jk_dhtb_params *p, uint64_t now)
@@ -169,7 +202,7 @@ static void unlimited_passes_everything(void **state)
 		assert_int_equal(b->st[c].dropped, 0);
 		assert_int_equal(b->st[c].borrowed, 0);
 	}
-	assert_null(b->head);
+	assert_int_equal(b->rr_n, 0);
 	assert_int_equal(jk_dhtb_next_ns(b, 5), 0);
 	assert_int_equal(jk_dhtb_release(b, 5, out, 8), 0);
 	assert_int_equal(pl->nfree, POOL_N);
@@ -414,8 +447,8 @@ static void shares_for(uint32_t w_rdma, uint32_t w_tcp)
 		assert_int_equal(n, 4);
 		for (unsigned i = 0; i < n; i++)
 			pkt_put(pl, out[i]);
-		assert_null(b->head);
-		assert_null(b->tail);
+		assert_int_equal(b->rr_n, 0);
+		assert_int_equal(b->q_pkts, 0);
 		assert_int_equal(pl->nfree, POOL_N);
 		memset(b, 0, sizeof(*b));
 		g_nbuckets--;
@@ -523,7 +556,7 @@ static void rdma_marked_with_debt_never_dropped_below_ceiling(void **state)
 	assert_int_equal(b->st[RDMA].bytes, passed * 1000ull);
 	assert_int_equal(b->st[RDMA].dropped, dropped);
 	assert_int_equal(b->st[RDMA].queued, 0);
-	assert_null(b->head);
+	assert_int_equal(b->q_pkts, 0);
 
 	/* deterministic: the same sequence gives the same verdicts */
 	b2 = bucket_new(&p, 1000);
@@ -603,7 +636,7 @@ static unsigned drain(struct jk_dhtb *b, struct pool *pl, uint64_t *t, uint32_t 
 	struct jk_pkt *out[JK_DHTB_RELEASE_MAX];
 	unsigned total = 0;
 
-	while (b->head) {
+	while (b->q_pkts) {
 		uint64_t next = jk_dhtb_next_ns(b, *t);
 		unsigned n;
 
@@ -621,7 +654,7 @@ static unsigned drain(struct jk_dhtb *b, struct pool *pl, uint64_t *t, uint32_t 
 		}
 		total += n;
 	}
-	assert_null(b->tail);
+	assert_int_equal(b->rr_n, 0);
 	assert_int_equal(b->q_bytes, 0);
 	assert_int_equal(b->q_pkts, 0);
 	return total;
@@ -648,19 +681,18 @@ static void tcp_queue_fifo_bounded_marked(void **state)
 		bool ect = tag % 2 == 0;                /* every other packet ECT(0) */
 		struct jk_pkt *pk = pkt_get(pl, 1000, tag);
 		uint32_t q_before = b->q_bytes;
-		enum jk_dhtb_verdict v = jk_dhtb_admit(b, TCP, pk, 1000, false, ect, t);
+		enum jk_dhtb_verdict v = admit_pkt(b, pl, TCP, pk, false, ect, t, NULL);
 
 		if (v == JK_DHTB_PASS) {
 			assert_int_equal(held + dropped, 0);  /* nothing passes a queue */
 			assert_int_equal(tag, next_tag);
 			next_tag++;
 			passed++;
-			pkt_put(pl, pk);
 		} else if (v == JK_DHTB_HOLD) {
 			assert_int_equal(dropped, 0);
 			assert_true(q_before + 1000 <= p.queue_limit);
 			assert_int_equal(b->q_bytes, q_before + 1000);
-			assert_ptr_equal(b->tail, pk);
+			assert_ptr_equal(b->flow[0].tail, pk);
 			ce_want[tag] = ect && q_before > p.queue_mark;
 			assert_int_equal(pk->verdict.ce, ce_want[tag]);
 			marked += ce_want[tag];
@@ -670,7 +702,6 @@ static void tcp_queue_fifo_bounded_marked(void **state)
 			assert_true(q_before + 1000 > p.queue_limit);
 			assert_int_equal(b->q_bytes, q_before);
 			dropped++;
-			pkt_put(pl, pk);
 		}
 	}
 	/* 32 within the class, 33 on the root's remaining 33.5 kB, 30 queued, 5 dropped */
@@ -698,8 +729,8 @@ static void tcp_queue_fifo_bounded_marked(void **state)
 		pkt_put(pl, out[0]);
 		/* tag 95 (95..99 were dropped) follows the 29 still queued (66..94) */
 		pk = pkt_get(pl, 1000, 95);
-		assert_int_equal(jk_dhtb_admit(b, TCP, pk, 1000, false, false, t), JK_DHTB_HOLD);
-		assert_ptr_equal(b->tail, pk);
+		assert_int_equal(admit_pkt(b, pl, TCP, pk, false, false, t, NULL), JK_DHTB_HOLD);
+		assert_ptr_equal(b->flow[0].tail, pk);
 	}
 	released = drain(b, pl, &t, &next_tag, ce_want);
 	assert_int_equal(released, 30);
@@ -831,10 +862,335 @@ static void reinit_keeps_queue(void **state)
 		assert_int_equal(TAG(out[i]), next_tag++);
 		pkt_put(pl, out[i]);
 	}
-	assert_null(b->head);
-	assert_null(b->tail);
+	assert_int_equal(b->rr_n, 0);
 	assert_int_equal(b->q_bytes, 0);
 	assert_int_equal(jk_dhtb_next_ns(b, t + 1), 0);
+	assert_int_equal(pl->nfree, POOL_N);
+}
+
+/* ---- the TCP shaper queue: fair between flows ---------------------------- */
+
+#define FLOW_OF_TAG(t) ((t) >> 24)
+#define SEQ_OF_TAG(t)  ((t) & 0xffffffu)
+
+/* A packet of TCP flow `flow` (10.0.0.flow:40000+flow -> 10.0.0.100:5201),
+ * tagged flow << 24 | seq. */
+static struct jk_pkt *flow_pkt(struct pool *pl, unsigned flow, uint32_t len, uint32_t seq)
+{
+	struct jk_pkt *p = pkt_get(pl, len, (uint32_t)flow << 24 | seq);
+
+	p->meta.flags = JK_PF_IPV4 | JK_PF_TCP;
+	p->meta.ip_proto = 6;
+	p->meta.src_ip = 0x0a000000u + flow;
+	p->meta.dst_ip = 0x0a000064u;
+	p->meta.sport = (uint16_t)(40000 + flow);
+	p->meta.dport = 5201;
+	return p;
+}
+
+/* Admits one packet of a flow, keeping per-flow books: bytes queued (qb)
+ * and evicted packets (the oldest of their flow: checked against
+ * next_seq, then skipped). */
+struct flows {
+	uint64_t bytes[4];          /* released or passed, from `from` on */
+	uint64_t qb[4];             /* queued */
+	uint32_t seq[4];            /* next to send */
+	uint32_t next_seq[4];       /* next expected out of the DHTB */
+	uint64_t from;
+	uint64_t passed, held, refused, evicted;
+};
+
+static void out_of_queue(struct flows *fs, const struct jk_pkt *p)
+{
+	unsigned fl = FLOW_OF_TAG(TAG(p));
+
+	assert_true(SEQ_OF_TAG(TAG(p)) >= fs->next_seq[fl]);    /* FIFO in a flow (gaps: refused) */
+	fs->next_seq[fl] = SEQ_OF_TAG(TAG(p)) + 1;
+	fs->qb[fl] -= p->verdict.shaped_len;
+}
+
+static enum jk_dhtb_verdict flow_admit(struct jk_dhtb *b, struct pool *pl, struct flows *fs, unsigned fl,
+				       uint32_t len, bool ect, uint64_t t)
+{
+	struct jk_pkt *p = flow_pkt(pl, fl, len, fs->seq[fl]++);
+	struct jk_pkt *ev = NULL;
+	enum jk_dhtb_verdict v = jk_dhtb_admit(b, TCP, p, len, false, ect, t, &ev);
+
+	while (ev) {
+		struct jk_pkt *x = ev;
+
+		ev = x->next;
+		out_of_queue(fs, x);
+		fs->evicted++;
+		pkt_put(pl, x);
+	}
+	switch (v) {
+	case JK_DHTB_PASS:
+		fs->passed++;
+		fs->bytes[fl] += t >= fs->from ? len : 0;
+		fs->next_seq[fl] = fs->seq[fl];
+		pkt_put(pl, p);
+		break;
+	case JK_DHTB_HOLD:
+		fs->held++;
+		fs->qb[fl] += len;
+		break;
+	default:
+		assert_int_equal(v, JK_DHTB_DROP);
+		fs->refused++;
+		pkt_put(pl, p);
+	}
+	return v;
+}
+
+/* Releases up to max at t; returns how many. */
+static unsigned flow_release(struct jk_dhtb *b, struct pool *pl, struct flows *fs, uint64_t t, unsigned max)
+{
+	struct jk_pkt *out[JK_DHTB_RELEASE_MAX];
+	unsigned n = jk_dhtb_release(b, t, out, max);
+
+	for (unsigned i = 0; i < n; i++) {
+		out_of_queue(fs, out[i]);
+		fs->passed++;
+		fs->bytes[FLOW_OF_TAG(TAG(out[i]))] += t >= fs->from ? out[i]->verdict.shaped_len : 0;
+		pkt_put(pl, out[i]);
+	}
+	return n;
+}
+
+/* The counters against the books. */
+static void flows_check_counters(const struct jk_dhtb *b, const struct flows *fs, unsigned nflows)
+{
+	uint64_t sent = 0, qb = 0;
+
+	for (unsigned fl = 0; fl < nflows; fl++) {
+		sent += fs->seq[fl];
+		qb += fs->qb[fl];
+	}
+	assert_int_equal(b->st[TCP].packets, fs->passed);
+	assert_int_equal(b->st[TCP].queued, fs->held);
+	assert_int_equal(b->st[TCP].dropped, fs->refused + fs->evicted);
+	assert_int_equal(b->st[TCP].packets + b->st[TCP].dropped + b->q_pkts, sent);
+	assert_int_equal(b->q_bytes, qb);
+	assert_true(b->q_bytes <= b->params.queue_limit);
+}
+
+/* Two unresponsive flows, one offering 4x what the other does (2.4 and 0.6
+ * x the rate), get half the rate each, each flow's packets in order (one
+ * FIFO gave them 100/0 here: the fat flow's arrivals always took the
+ * space the queue freed first). */
+static void tcp_flows_share_rate(void **state)
+{
+	const uint64_t rate = 100 * MBIT, Bps = rate / 8, end = 1100 * MS;
+	const uint32_t len = 1500;
+	const uint64_t gap[2] = { len * NS / (Bps * 24 / 10), len * NS / (Bps * 6 / 10) };
+	struct jk_dhtb_params p;
+	struct pool *pl = fixture_pool();
+	struct jk_dhtb *b;
+	struct flows fs = { .from = 100 * MS };
+	uint64_t next_at[2] = { 0, 0 };
+	double share, total;
+
+	params(&p, rate, 1, 1);
+	b = bucket_new(&p, 0);
+	for (uint64_t t = 0; t < end; t += 10 * US) {
+		for (unsigned fl = 0; fl < 2; fl++)
+			for (; next_at[fl] <= t; next_at[fl] += gap[fl])
+				flow_admit(b, pl, &fs, fl, len, false, t);
+		if (b->q_pkts && jk_dhtb_next_ns(b, t) <= t)
+			assert_true(flow_release(b, pl, &fs, t, JK_DHTB_RELEASE_MAX) >= 1);
+	}
+	share = (double)fs.bytes[0] / (double)(fs.bytes[0] + fs.bytes[1]);
+	total = (double)(fs.bytes[0] + fs.bytes[1]);
+	print_message("two flows offering 4:1: %.4f / %.4f of %.4f x rate; %" PRIu64 " evicted, %" PRIu64
+		      " refused\n", share, 1 - share, total / (double)Bps, fs.evicted, fs.refused);
+	assert_true(share >= 0.48 && share <= 0.52);
+	assert_true(rel_err(total, (double)Bps) >= -0.02 && rel_err(total, (double)Bps) <= 0.02);
+	flows_check_counters(b, &fs, 2);
+}
+
+/* Bytes are shared, not packets: greedy 9000-byte frames against greedy
+ * 1000-byte ones get half each; released only at jk_dhtb_next_ns(), which
+ * is never too early nor late by a microsecond for the packet whose turn
+ * it is. */
+static void tcp_flows_share_bytes(void **state)
+{
+	const uint64_t rate = 100 * MBIT, Bps = rate / 8, end = 1100 * MS;
+	const uint32_t lens[2] = { 9000, 1000 };
+	struct jk_dhtb_params p;
+	struct pool *pl = fixture_pool();
+	struct jk_dhtb *b;
+	struct flows fs = { .from = 100 * MS };
+	uint64_t t = 0;
+	unsigned waits = 0;
+	double share;
+
+	params(&p, rate, 1, 1);
+	b = bucket_new(&p, 0);
+	while (t < end) {
+		uint64_t next;
+
+		for (unsigned fl = 0; fl < 2; fl++)        /* each keeps 20 kB waiting */
+			while (fs.qb[fl] < 20000)
+				assert_int_not_equal(flow_admit(b, pl, &fs, fl, lens[fl], false, t), JK_DHTB_DROP);
+		next = jk_dhtb_next_ns(b, t);
+		assert_true(next >= t);
+		if (next > t) {
+			assert_int_equal(flow_release(b, pl, &fs, next - 1 * US, 1), 0);
+			waits++;
+		}
+		t = next;
+		assert_int_equal(flow_release(b, pl, &fs, t, 1), 1);
+	}
+	share = (double)fs.bytes[0] / (double)(fs.bytes[0] + fs.bytes[1]);
+	print_message("9000 B vs 1000 B frames: %.4f / %.4f of %.4f x rate, %u waits\n", share, 1 - share,
+		      (double)(fs.bytes[0] + fs.bytes[1]) / (double)Bps, waits);
+	assert_true(share >= 0.48 && share <= 0.52);
+	assert_true(waits > 1000);
+	assert_int_equal(fs.refused + fs.evicted, 0);
+	flows_check_counters(b, &fs, 2);
+}
+
+/* The queue limit is shared: a fat flow that filled it alone loses its
+ * oldest packets to a thin flow's arrivals (which are neither dropped nor
+ * marked) until the two hold as much, then the arrivals of whichever is
+ * fatter are refused; the round then serves them in turn. */
+static void tcp_fat_flow_overflow_spares_thin(void **state)
+{
+	struct jk_dhtb_params p;
+	struct pool *pl = fixture_pool();
+	struct jk_dhtb *b;
+	struct flows fs = { .from = 0 };
+	uint64_t t = 1000;
+	uint32_t first_held_a;
+	unsigned out_a = 0, out_b = 0, marked_a = 0;
+
+	/* 1 MB/s, root 64 KiB, TCP class 32 KiB; queue 30 kB, marked above 15 kB */
+	params(&p, 8 * MBIT, 1, 1);
+	p.burst_bytes = 65536;
+	p.queue_limit = 30000;
+	p.queue_mark = 15000;
+	b = bucket_new(&p, t);
+	/* fat flow 1, ECT: 65 pass on tokens, 30 fill the queue, then refused */
+	while (flow_admit(b, pl, &fs, 1, 1000, true, t) != JK_DHTB_HOLD)
+		;
+	first_held_a = fs.seq[1] - 1;
+	while (b->q_bytes < p.queue_limit)
+		assert_int_equal(flow_admit(b, pl, &fs, 1, 1000, true, t), JK_DHTB_HOLD);
+	marked_a = (unsigned)b->st[TCP].marked;
+	assert_int_equal(marked_a, 14);                /* joined 16 kB .. 29 kB */
+	assert_int_equal(flow_admit(b, pl, &fs, 1, 1000, true, t), JK_DHTB_DROP);
+	assert_int_equal(fs.evicted, 0);
+
+	/* thin flow 2, ECT: each arrival takes the place of flow 1's oldest */
+	for (unsigned i = 0; i < 15; i++) {
+		assert_int_equal(flow_admit(b, pl, &fs, 2, 1000, true, t), JK_DHTB_HOLD);
+		assert_int_equal(fs.evicted, i + 1);
+		assert_int_equal(b->q_bytes, 30000);
+		assert_int_equal(b->flow[0].bytes, 0);
+		if (i < 14)                             /* below its share: not told */
+			assert_false(b->flow[b->rr_last].tail->verdict.ce);
+	}
+	assert_int_equal(b->rr_n, 2);
+	assert_int_equal(fs.qb[1], 15000);
+	assert_int_equal(fs.qb[2], 15000);
+	/* now as fat as flow 1: its next arrival is refused, flow 1's too */
+	assert_int_equal(flow_admit(b, pl, &fs, 2, 1000, false, t), JK_DHTB_DROP);
+	assert_int_equal(flow_admit(b, pl, &fs, 1, 1000, false, t), JK_DHTB_DROP);
+	assert_int_equal(fs.evicted, 15);
+	flows_check_counters(b, &fs, 3);
+
+	/* served in turn (quantum 1514: two 1000-byte packets per turn at most),
+	 * flow 1 from its oldest survivor on */
+	while (b->q_pkts) {
+		struct jk_pkt *out[1];
+		uint64_t next = jk_dhtb_next_ns(b, t);
+
+		t = next;
+		assert_int_equal(jk_dhtb_release(b, t, out, 1), 1);
+		if (FLOW_OF_TAG(TAG(out[0])) == 1) {
+			if (out_a++ == 0)
+				assert_int_equal(SEQ_OF_TAG(TAG(out[0])), first_held_a + 15);
+		} else {
+			out_b++;
+		}
+		assert_true(out_a <= out_b + 2 && out_b <= out_a + 2);
+		out_of_queue(&fs, out[0]);
+		fs.passed++;
+		pkt_put(pl, out[0]);
+	}
+	assert_int_equal(out_a, 15);
+	assert_int_equal(out_b, 15);
+	assert_int_equal(b->rr_n, 0);
+	flows_check_counters(b, &fs, 3);
+	assert_int_equal(pl->nfree, POOL_N);
+}
+
+/* Frames without a 5-tuple (non-IPv4, fragments) share flow 0 and keep
+ * their order; jk_dhtb_foreach() sees every queued packet, jk_dhtb_flush()
+ * hands them all back, max at a time. */
+static void count_visit(struct jk_pkt *p, void *arg)
+{
+	(void)p;
+	(*(unsigned *)arg)++;
+}
+
+static void tcp_flow_zero_foreach_flush(void **state)
+{
+	struct jk_dhtb_params p;
+	struct pool *pl = fixture_pool();
+	struct jk_dhtb *b;
+	struct jk_pkt *out[16];
+	uint32_t tag = 0, next_tag = 0;
+	unsigned visited = 0, n, got = 0;
+	uint64_t t = 1000;
+
+	params(&p, 8 * MBIT, 1, 1);
+	p.burst_bytes = 65536;
+	b = bucket_new(&p, t);
+	next_tag = fill_queue(b, pl, t, &tag, 1);       /* tokens gone, one queued */
+	for (unsigned i = 0; i < 20; i++) {             /* fragments of two flows, ARP */
+		struct jk_pkt *pk = flow_pkt(pl, 1 + i % 2, 1000, 0);
+
+		TAG(pk) = tag++;
+		pk->meta.flags |= i % 3 == 2 ? 0 : JK_PF_FRAG;
+		if (i % 3 == 2)
+			pk->meta.flags = JK_PF_ARP;
+		assert_int_equal(admit_pkt(b, pl, TCP, pk, false, false, t, NULL), JK_DHTB_HOLD);
+	}
+	assert_int_equal(b->rr_n, 1);
+	assert_int_equal(b->q_pkts, 21);
+	/* and two real flows besides */
+	for (unsigned i = 0; i < 4; i++)
+		assert_int_equal(admit_pkt(b, pl, TCP, flow_pkt(pl, 1 + i % 2, 1000, i), false, false, t, NULL),
+				 JK_DHTB_HOLD);
+	assert_int_equal(b->rr_n, 3);
+	jk_dhtb_foreach(b, count_visit, &visited);
+	assert_int_equal(visited, 25);
+	/* flow 0 in order, by release */
+	while (b->q_pkts) {
+		t = jk_dhtb_next_ns(b, t);
+		n = jk_dhtb_release(b, t, out, 1);
+		assert_int_equal(n, 1);
+		if (!(out[0]->meta.flags & JK_PF_IPV4) || (out[0]->meta.flags & JK_PF_FRAG))
+			assert_int_equal(TAG(out[0]), next_tag++);
+		pkt_put(pl, out[0]);
+		if (b->q_pkts == 13)
+			break;
+	}
+	/* the rest by flush, 5 at a time */
+	while ((n = jk_dhtb_flush(b, out, 5)) > 0) {
+		assert_true(n <= 5);
+		for (unsigned i = 0; i < n; i++) {
+			assert_null(out[i]->next);
+			pkt_put(pl, out[i]);
+		}
+		got += n;
+	}
+	assert_int_equal(got, 13);
+	assert_int_equal(b->rr_n, 0);
+	assert_int_equal(b->q_bytes, 0);
+	assert_int_equal(jk_dhtb_next_ns(b, t), 0);
 	assert_int_equal(pl->nfree, POOL_N);
 }
 
@@ -961,6 +1317,10 @@ int main(void)
 		T(rdma_not_ect_unmarked_then_dropped_at_ceiling),
 		T(rdma_ctrl_always_passes_unmarked),
 		T(tcp_queue_fifo_bounded_marked),
+		T(tcp_flows_share_rate),
+		T(tcp_flows_share_bytes),
+		T(tcp_fat_flow_overflow_spares_thin),
+		T(tcp_flow_zero_foreach_flush),
 		T(next_ns_is_when_release_succeeds),
 		T(reinit_keeps_queue),
 		T(counters_match),

@@ -1,8 +1,9 @@
 /* test-dp-dhtb.c — the DHTB through the pipeline (core/dp.c): TCP held in
  * a vNIC's shaper queue and handed back by jk_dp_release() with its
  * verdict, local delivery through the sender's egress and the receiver's
- * ingress DHTB, RDMA over the limit CE-marked in the inner and outer
- * headers, and vNIC deletion with packets queued.
+ * ingress DHTB, a thin TCP flow taking queue space from a fat one,
+ * RDMA over the limit CE-marked in the inner and outer headers, and vNIC
+ * deletion with packets queued.
  *
  * The host (VTEP 10.0.0.1, 1500-byte underlay), VNI 100:
  *   A 192.168.1.1  local vNIC
@@ -577,6 +578,104 @@ static void rdma_ingress_marked_dropped_acks_pass(void **state)
 	assert_int_equal(env->dp.held, 0);
 }
 
+/* ---- TCP flows sharing the queue ------------------------------------------------ */
+
+/* A's egress queue (20 kB) full of one flow to C: a flow to B that starts
+ * later takes the place of the fat flow's oldest frames, which come back
+ * through jk_dp_release() as dhtb_tcp drops (held until then); then the
+ * two flows leave in turn, each in order. */
+static void egress_tcp_fat_flow_evicted_for_thin(void **state)
+{
+	struct env *env = *state;
+	static struct frame fat[60], thin[5];
+	struct jk_dhtb_params prm;
+	struct jk_dhtb *q = dhtb(env, env->a, JK_DIR_EGRESS);
+	unsigned passed = 0, held = 0, refused = 0, evicted = 0, out_fat = 0, out_thin = 0, rounds = 0;
+	uint16_t want_fat = 0, want_thin = 0;
+	uint64_t t = 0;
+
+	jk_dhtb_params_default(&prm, 8 * MBIT);
+	prm.burst_bytes = 20000;
+	prm.queue_limit = 20000;
+	shape_with(env, env->a, JK_DIR_EGRESS, &prm, 0);
+	for (unsigned i = 0; i < 60; i++) {
+		struct jk_pkt *p;
+
+		tcp_frame(&fat[i], MAC_A, MAC_C, IP_A, IP_C, NOT_ECT, (uint16_t)i, 1000);
+		p = egress(env, env->a, &fat[i], t);
+		if (p->verdict.action == JK_ACT_HELD) {
+			held++;
+			continue;
+		}
+		if (p->verdict.action == JK_ACT_DROP) {
+			assert_int_equal(p->verdict.drop, JK_DROP_DHTB_TCP);
+			refused++;
+		} else {
+			assert_int_equal(tag_of(p), want_fat++);
+			passed++;
+		}
+		put(env, p);
+	}
+	/* 1054-byte frames: 18 pass on tokens, 18 fill 20 kB, 24 refused */
+	assert_int_equal(passed, 18);
+	assert_int_equal(held, 18);
+	assert_int_equal(refused, 24);
+	for (unsigned i = 0; i < 5; i++) {
+		struct jk_pkt *p;
+
+		tcp_frame(&thin[i], MAC_A, MAC_B, IP_A, IP_B, NOT_ECT, (uint16_t)(1000 + i), 1000);
+		p = egress(env, env->a, &thin[i], t);
+		assert_int_equal(p->verdict.action, JK_ACT_HELD);
+		assert_int_equal(p->verdict.then, JK_ACT_TO_VNIC);
+	}
+	assert_int_equal(q->rr_n, 2);
+	assert_int_equal(q->q_pkts, 18);
+	assert_int_equal(env->dp.held, 18 + 5);              /* 5 evicted, not handed back yet */
+	assert_int_equal(jk_dp_next_release_ns(&env->dp, t), t);
+
+	while (env->dp.held) {
+		struct jk_pkt *out[64];
+		unsigned n;
+
+		t = jk_dp_next_release_ns(&env->dp, t);
+		n = jk_dp_release(&env->dp, t, out, 64);
+		assert_true(n >= 1);
+		for (unsigned i = 0; i < n; i++) {
+			struct jk_pkt *p = out[i];
+
+			if (p->verdict.action == JK_ACT_DROP) {  /* the fat flow's 5 oldest, encapsulated */
+				assert_int_equal(p->verdict.drop, JK_DROP_DHTB_TCP);
+				assert_in_range(rd16(p->data + OUTER + ETH + 4), want_fat, want_fat + 4);
+				evicted++;
+			} else if (p->verdict.action == JK_ACT_TO_UNDERLAY) {
+				assert_int_equal(evicted, 5);
+				assert_int_equal(tag_of(p), want_fat + evicted + out_fat);
+				out_fat++;
+			} else {
+				assert_int_equal(p->verdict.action, JK_ACT_TO_VNIC);
+				assert_int_equal(p->verdict.out_vnic, env->b);
+				assert_int_equal(tag_of(p), 1000 + want_thin++);
+				out_thin++;
+			}
+			assert_true(out_thin + 2 >= out_fat || out_thin == 5);   /* in turn */
+			put(env, p);
+		}
+		assert_true(++rounds < 1000);
+	}
+	assert_int_equal(evicted, 5);
+	assert_int_equal(out_fat, 13);
+	assert_int_equal(out_thin, 5);
+	assert_int_equal(env->dp.cnt.drops[JK_DROP_DHTB_TCP], refused + evicted);
+	assert_int_equal(vcnt(env, env->a)->drops[JK_DROP_DHTB_TCP], refused + evicted);
+	assert_int_equal(q->st[JK_DHTB_TCP].dropped, refused + evicted);
+	assert_int_equal(q->st[JK_DHTB_TCP].queued, 18 + 5);
+	assert_int_equal(q->st[JK_DHTB_TCP].packets, passed + out_fat + out_thin);
+	assert_int_equal(env->dp.cnt.local_delivered, 5);
+	assert_null(env->dp.orphans);
+	assert_int_equal(jk_dp_next_release_ns(&env->dp, t), 0);
+	assert_int_equal(env->nfree, POOL_N);
+}
+
 /* ---- vNIC deletion with packets queued ---------------------------------------------- */
 
 /* Sends n TCP frames from `from` at t (to `dst` by IP/MAC); returns how many were held. */
@@ -770,6 +869,7 @@ int main(void)
 		T(egress_tcp_held_then_released),
 		T(local_delivery_meets_receiver_ingress),
 		T(local_delivery_through_both),
+		T(egress_tcp_fat_flow_evicted_for_thin),
 		T(rdma_over_limit_ce_inner_and_outer),
 		T(rdma_ingress_marked_dropped_acks_pass),
 		T(vnic_del_hands_back_queued),
