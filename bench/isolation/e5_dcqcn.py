@@ -21,8 +21,8 @@ from e2_weights import KEYS, topo, weights_run  # noqa: E402
 
 # line_rate: the vNIC's port speed (1 Gbit/s), the rate DCQCN starts at.
 SETS = [
-    ("gentle", "line_rate=1g,rate_ai=1m,rate_hai=10m,rate_period=1ms,g_shift=9"),
-    ("default", "line_rate=1g"),
+    ("gentle", "line_rate=1g,rate_ai=1m,rate_hai=10m,rate_period=2ms,g_shift=9"),
+    ("default", "line_rate=1g"),          # T 1 ms, R_AI 2m, R_HAI 20m, g 1/256
     ("aggressive", "line_rate=1g,rate_ai=40m,rate_hai=200m,rate_period=55us,byte_counter=64k"),
 ]
 

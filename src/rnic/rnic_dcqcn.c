@@ -24,11 +24,11 @@ void rnic_dcqcn_defaults(struct rnic_dcqcn_params *p)
 		.min_rate = 10000000ull,        /* 10 Mbit/s */
 		.g_shift = 8,                   /* g = 1/256 */
 		.alpha_period_ns = 55000,       /* K = 55 us */
-		.rate_period_ns = 300000,       /* T = 300 us */
+		.rate_period_ns = 1000000,      /* T = 1 ms: see docs/rnic.md */
 		.byte_counter = 1024 * 1024,    /* B = 1 MiB */
 		.fast_recovery = 5,             /* F */
-		.rate_ai = 5000000ull,          /* R_AI = 5 Mbit/s */
-		.rate_hai = 50000000ull,        /* R_HAI = 50 Mbit/s */
+		.rate_ai = 2000000ull,          /* R_AI = 2 Mbit/s */
+		.rate_hai = 20000000ull,        /* R_HAI = 20 Mbit/s */
 		.cnp_interval_ns = 50000,       /* N = 50 us */
 		.rate_reduce_ns = 50000,
 	};

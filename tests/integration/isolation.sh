@@ -58,6 +58,24 @@ if [ -x "$JAKIRO_BIN/jk_write_bw" ]; then
 	check "RDMA over the rate is CE-marked" test "$(stat_of h1 's["vnics"]["blue1"]["dhtb"]["egress"]["rdma"]["marked"]')" -gt 0
 	check "the sender received CNPs" grep -qE "cnps_rx +[1-9]" "$WORK/cli.log"
 
+	# Weights 3:1 set at run time: RDMA and TCP greedy at once in red1 share
+	# its 100 Mbit/s about 3:1 (whole run, start-up included: loose bounds).
+	lab ctl h1 -- vnic set red1 rdma_weight 3 tcp_weight 1 >/dev/null
+	cls_bytes() { stat_of h2 "s['vnics']['red2']['dhtb']['ingress']['$1']['bytes']"; }
+	r0=$(cls_bytes rdma); t0=$(cls_bytes tcp)
+	iperf_server red2 5204
+	lab exec red2 -- "$JAKIRO_BIN/jk_write_bw" -d eth0 -D 5 > "$WORK/srv5.log" 2>&1 &
+	srv=$!
+	wait_until 10 lab exec red2 -- sh -c "ss -ltn | grep -q ':18515 '"
+	lab exec red1 -- "$JAKIRO_BIN/jk_write_bw" -d eth0 -D 5 --dcqcn=line_rate=1g 10.0.0.2 > "$WORK/cli5.log" 2>&1 &
+	cli=$!
+	iperf_bps red1 red2 5204 5 > /dev/null
+	wait $cli; wait $srv
+	dr=$(( $(cls_bytes rdma) - r0 )); dt=$(( $(cls_bytes tcp) - t0 ))
+	share=$(python3 -c "print(round($dr / ($dr + $dt), 3))")
+	check "weights 3:1: RDMA's share of red1 is $share (0.75 expected, 0.6-0.9 accepted)" \
+		python3 -c "import sys; sys.exit(0 if 0.6 <= $share <= 0.9 else 1)"
+
 	live_rc() { lab ctl h1 -- --json show rcft | python3 -c 'import json,sys; print([v["live"] for v in json.load(sys.stdin)["vnics"] if v["vnic"]=="blue1"][0])'; }
 
 	# QP quota 2: two RC QPs connect, four do not.
