@@ -60,7 +60,12 @@ stat_of() {   # HOST 'python expression on the JSON as s'
 }
 
 # Runs an iperf3 server in NAME's namespace for one test, waits for it.
+# Waits (up to SECS, default 10) until something listens on TCP PORT in
+# the namespace of lab NAME.
+wait_listen() {   # NAME PORT [SECS]
+	wait_until "${3:-10}" lab exec "$1" -- sh -c "ss -ltn | grep -q ':$2 '"
+}
 iperf_server() {
 	lab exec "$1" -- iperf3 -s -1 -D -p "${2:-5201}" --logfile "$WORK/iperf-$1.log"
-	wait_until 5 lab exec "$1" -- sh -c "ss -ltn | grep -q ':${2:-5201} '"
+	wait_listen "$1" "${2:-5201}" 5
 }

@@ -10,7 +10,6 @@ present within 5% of A's rate alone.
 
     e1_inter_tenant.py [--out DIR] [--quick] [--prefix P] [--rate MBIT]
 """
-import argparse
 import os
 import sys
 
@@ -88,13 +87,7 @@ def run(outdir, quick=False, prefix="e1x", rate_mbit=200):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out", default=iso.default_out("e1"))
-    ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--prefix", default="e1x")
-    ap.add_argument("--rate", type=int, default=200, help="Mbit/s per tenant")
-    a = ap.parse_args()
-    return 0 if run(a.out, a.quick, a.prefix, a.rate) else 1
+    return iso.cli(__doc__, "e1", run, [("--rate", int, 200, "Mbit/s per vNIC", "rate_mbit")])
 
 
 if __name__ == "__main__":

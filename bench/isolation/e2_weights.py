@@ -14,7 +14,6 @@ the class left alone reaches 90% of R within 1 s of the other stopping.
 
     e2_weights.py [--out DIR] [--quick] [--prefix P] [--rate MBIT]
 """
-import argparse
 import os
 import sys
 
@@ -114,13 +113,7 @@ def run(outdir, quick=False, prefix="e2x", rate_mbit=200):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out", default=iso.default_out("e2"))
-    ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--prefix", default="e2x")
-    ap.add_argument("--rate", type=int, default=200, help="Mbit/s")
-    a = ap.parse_args()
-    return 0 if run(a.out, a.quick, a.prefix, a.rate) else 1
+    return iso.cli(__doc__, "e2", run, [("--rate", int, 200, "Mbit/s per vNIC", "rate_mbit")])
 
 
 if __name__ == "__main__":

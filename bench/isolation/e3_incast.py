@@ -11,7 +11,6 @@ each sender's delivered rate, from its own tool).
 
     e3_incast.py [--out DIR] [--quick] [--prefix P] [--senders N] [--rate MBIT]
 """
-import argparse
 import json
 import os
 import sys
@@ -95,14 +94,7 @@ def run(outdir, quick=False, prefix="e3x", senders=3, rate_mbit=200):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out", default=iso.default_out("e3"))
-    ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--prefix", default="e3x")
-    ap.add_argument("--senders", type=int, default=3)
-    ap.add_argument("--rate", type=int, default=200, help="Mbit/s")
-    a = ap.parse_args()
-    return 0 if run(a.out, a.quick, a.prefix, a.senders, a.rate) else 1
+    return iso.cli(__doc__, "e3", run, [("--senders", int, 3, "senders, one host each", "senders"), ("--rate", int, 200, "Mbit/s per vNIC", "rate_mbit")])
 
 
 if __name__ == "__main__":

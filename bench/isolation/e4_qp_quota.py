@@ -12,7 +12,6 @@ aging, all Q new QPs complete.
 
     e4_qp_quota.py [--out DIR] [--quick] [--prefix P] [--quota Q]
 """
-import argparse
 import os
 import sys
 import time
@@ -123,13 +122,7 @@ def run(outdir, quick=False, prefix="e4x", quota=4, rate_mbit=200):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out", default=iso.default_out("e4"))
-    ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--prefix", default="e4x")
-    ap.add_argument("--quota", type=int, default=4)
-    a = ap.parse_args()
-    return 0 if run(a.out, a.quick, a.prefix, a.quota) else 1
+    return iso.cli(__doc__, "e4", run, [("--quota", int, 4, "qp_quota of q1", "quota")])
 
 
 if __name__ == "__main__":

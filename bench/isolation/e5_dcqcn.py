@@ -10,7 +10,6 @@ when the default set converges; the others are reported.
 
     e5_dcqcn.py [--out DIR] [--quick] [--prefix P] [--rate MBIT]
 """
-import argparse
 import os
 import statistics
 import sys
@@ -77,13 +76,7 @@ def run(outdir, quick=False, prefix="e5x", rate_mbit=200):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out", default=iso.default_out("e5"))
-    ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--prefix", default="e5x")
-    ap.add_argument("--rate", type=int, default=200, help="Mbit/s")
-    a = ap.parse_args()
-    return 0 if run(a.out, a.quick, a.prefix, a.rate) else 1
+    return iso.cli(__doc__, "e5", run, [("--rate", int, 200, "Mbit/s per vNIC", "rate_mbit")])
 
 
 if __name__ == "__main__":

@@ -47,7 +47,6 @@ exited 0).
 
     e6_tc.py [--out DIR] [--quick] [--prefix P]        (root)
 """
-import argparse
 import json
 import os
 import re
@@ -316,23 +315,20 @@ def write_csv(outdir, results):
 def plot(outdir, results, seconds):
     png = os.path.join(outdir, "e6.png")
     gp = os.path.join(outdir, "e6.gp")
-    with open(gp, "w") as f:
-        f.write("set terminal pngcairo size 900,1000 noenhanced\nset output '%s'\n"
-                "set multiplot layout %d,1 title 'E6: RDMA + TCP through %d Mbit/s (1:1), frames on the tenant link'\n"
-                "set grid\nset key outside right\nset ylabel 'Mbit/s'\nset yrange [0:%d]\nset xrange [0:%g]\n"
-                "set lmargin at screen 0.09\nset rmargin at screen 0.74\n"
-                % (png, len(results), RATE, int(RATE * 1.6), seconds + 0.5))
-        for i, r in enumerate(results):
-            dat = os.path.join(outdir, "e6-%s.dat" % r["system"])
-            rdma = "RDMA" if r["system"] != "tbf" else "RDMA (total-TCP)"
-            f.write("set title '%s'\n%s" % (r["system"], "set xlabel 'time (s)'\n" if i == len(results) - 1 else ""))
-            f.write("plot '%s' using 1:2 with lines lw 2 title '%s', '' using 1:3 with lines lw 2 title 'TCP', "
-                    "'' using 1:4 with lines lw 2 title 'total', %d with lines dt 2 lc rgb 'gray' title 'R'\n"
-                    % (dat, rdma, RATE))
-        f.write("unset multiplot\n")
-    r = subprocess.run(["gnuplot", gp], capture_output=True, text=True)
-    if r.returncode != 0:
-        raise iso.ExperimentError("gnuplot %s: %s" % (gp, r.stderr.strip()))
+    script = ("set terminal pngcairo size 900,1000 noenhanced\nset output '%s'\n"
+              "set multiplot layout %d,1 title 'E6: RDMA + TCP through %d Mbit/s (1:1), frames on the tenant link'\n"
+              "set grid\nset key outside right\nset ylabel 'Mbit/s'\nset yrange [0:%d]\nset xrange [0:%g]\n"
+              "set lmargin at screen 0.09\nset rmargin at screen 0.74\n"
+              % (png, len(results), RATE, int(RATE * 1.6), seconds + 0.5))
+    for i, r in enumerate(results):
+        dat = os.path.join(outdir, "e6-%s.dat" % r["system"])
+        rdma = "RDMA" if r["system"] != "tbf" else "RDMA (total-TCP)"
+        script += "set title '%s'\n%s" % (r["system"], "set xlabel 'time (s)'\n" if i == len(results) - 1 else "")
+        script += ("plot '%s' using 1:2 with lines lw 2 title '%s', '' using 1:3 with lines lw 2 title 'TCP', "
+                   "'' using 1:4 with lines lw 2 title 'total', %d with lines dt 2 lc rgb 'gray' title 'R'\n"
+                   % (dat, rdma, RATE))
+    script += "unset multiplot\n"
+    iso.gnuplot(gp, script)
 
 
 def run(outdir, quick=False, prefix="e6x"):
@@ -358,22 +354,7 @@ def run(outdir, quick=False, prefix="e6x"):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out", default=iso.default_out("e6"))
-    ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--prefix", default="e6x")
-    a = ap.parse_args()
-    if os.geteuid() != 0:
-        sys.exit("e6_tc.py: needs root (network namespaces)")
-    try:
-        return 0 if run(a.out, a.quick, a.prefix) else 1
-    except KeyboardInterrupt:
-        iso.log("E6 interrupted; removing lab %s" % a.prefix)
-        return 130
-    finally:
-        # Lab.down() already ran unless an interrupt hit `jakiro-lab up`
-        # itself; down is idempotent.
-        subprocess.run([iso.LAB, "--prefix", a.prefix, "down"], capture_output=True)
+    return iso.cli(__doc__, "e6", run)
 
 
 if __name__ == "__main__":

@@ -51,7 +51,11 @@ class Lab:
             json.dump(topo, f, indent=1)
 
     def __enter__(self):
-        self.up()
+        try:
+            self.up()
+        except BaseException:      # a half-built lab (or Ctrl-C during up) is removed too
+            self.down()
+            raise
         return self
 
     def __exit__(self, *exc):
@@ -235,11 +239,16 @@ def plot(png, title, table, labels, ylabel="Mbit/s", marks=()):
     arrows = "".join("set arrow from %g, graph 0 to %g, graph 1 nohead dt 2 lc rgb 'gray'\n"
                      "set label '%s' at %g, graph 0.97 offset 0.5,0\n" % (t, t, text, t)
                      for t, text in marks)
+    gnuplot(gp, "set terminal pngcairo size 900,500 noenhanced\nset output '%s'\n"
+            "set title '%s'\nset xlabel 'time (s)'\nset ylabel '%s'\n"
+            "set key outside right\nset grid\nset yrange [0:*]\n%splot %s\n"
+            % (png, title, ylabel, arrows, lines))
+
+
+def gnuplot(gp, script):
+    """Writes script to the file gp (kept next to the plot) and runs it."""
     with open(gp, "w") as f:
-        f.write("set terminal pngcairo size 900,500 noenhanced\nset output '%s'\n"
-                "set title '%s'\nset xlabel 'time (s)'\nset ylabel '%s'\n"
-                "set key outside right\nset grid\nset yrange [0:*]\n%splot %s\n"
-                % (png, title, ylabel, arrows, lines))
+        f.write(script)
     r = subprocess.run(["gnuplot", gp], capture_output=True, text=True)
     if r.returncode != 0:
         raise ExperimentError("gnuplot %s: %s" % (gp, r.stderr.strip()))
@@ -321,3 +330,25 @@ def add_total_column(table, groups, labels):
         out.append(line + " " + " ".join("%.3f" % sum(float(w[c - 1]) for c in g) for g in groups))
     with open(table, "w") as f:
         f.write("\n".join(out) + "\n")
+
+
+def cli(doc, name, run, extra=()):
+    """The command line every experiment has: --out, --quick, --prefix
+    (default "<name>x"), plus extra (flag, type, default, help, run's
+    keyword).  Returns the exit status: 0 when the verdict passes."""
+    import argparse
+    ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", default=default_out(name))
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--prefix", default=name + "x")
+    for flag, typ, default, hlp, _ in extra:
+        ap.add_argument(flag, type=typ, default=default, help=hlp)
+    a = ap.parse_args()
+    if os.geteuid() != 0:
+        sys.exit("%s: needs root (network namespaces)" % name)
+    kw = {key: getattr(a, flag.lstrip("-").replace("-", "_")) for flag, _, _, _, key in extra}
+    try:
+        return 0 if run(a.out, quick=a.quick, prefix=a.prefix, **kw) else 1
+    except KeyboardInterrupt:
+        log("%s interrupted (its lab is removed)" % name)
+        return 130

@@ -81,10 +81,10 @@ static int64_t refilled(const struct jk_bucket *k, uint64_t el)
  * with TCP idle the class refills at its share only, and its debt would
  * outgrow what the vNIC owes.  So the debt never exceeds the root's
  * deficit (checked as time passes, at each refill): RDMA alone drains its
- * queue at the vNIC's rate, and no debt
- * hides behind root tokens (borrowing, unmarked) to mark the next small
- * excess at 100 % (measured: a limit cycle of cuts to min rate and
- * ceiling drops with 4 QPs through a 200 Mbit/s vNIC). */
+ * queue at the vNIC's rate, and no debt hides behind root tokens
+ * (borrowing, unmarked) to mark the next small excess at 100 % (measured:
+ * a limit cycle of cuts to min rate and ceiling drops with 4 QPs through
+ * a 200 Mbit/s vNIC). */
 static void rdma_debt_bound(struct jk_dhtb *b)
 {
 	struct jk_bucket *k = &b->cls[JK_DHTB_RDMA];

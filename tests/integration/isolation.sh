@@ -50,7 +50,7 @@ check "two tenants: red gets its rate ($((r / 1000)) kbit/s)" within "$r" "$GOOD
 if [ -x "$JAKIRO_BIN/jk_write_bw" ]; then
 	lab exec blue2 -- "$JAKIRO_BIN/jk_write_bw" -d eth0 -D 3 > "$WORK/srv.log" 2>&1 &
 	srv=$!
-	wait_until 10 lab exec blue2 -- sh -c "ss -ltn | grep -q ':18515 '"
+	wait_listen blue2 18515
 	lab exec blue1 -- "$JAKIRO_BIN/jk_write_bw" -d eth0 -D 3 --stats --dcqcn=line_rate=1g 10.0.0.2 > "$WORK/cli.log" 2>&1
 	cli=$?
 	wait $srv
@@ -66,7 +66,7 @@ if [ -x "$JAKIRO_BIN/jk_write_bw" ]; then
 	iperf_server red2 5204
 	lab exec red2 -- "$JAKIRO_BIN/jk_write_bw" -d eth0 -D 5 > "$WORK/srv5.log" 2>&1 &
 	srv=$!
-	wait_until 10 lab exec red2 -- sh -c "ss -ltn | grep -q ':18515 '"
+	wait_listen red2 18515
 	lab exec red1 -- "$JAKIRO_BIN/jk_write_bw" -d eth0 -D 5 --dcqcn=line_rate=1g 10.0.0.2 > "$WORK/cli5.log" 2>&1 &
 	cli=$!
 	iperf_bps red1 red2 5204 5 > /dev/null
@@ -81,7 +81,7 @@ if [ -x "$JAKIRO_BIN/jk_write_bw" ]; then
 	# QP quota 2: two RC QPs connect, four do not.
 	lab exec blue2 -- "$JAKIRO_BIN/jk_write_bw" -d eth0 -q 2 -D 3 > "$WORK/srv2.log" 2>&1 &
 	srv=$!
-	wait_until 10 lab exec blue2 -- sh -c "ss -ltn | grep -q ':18515 '"
+	wait_listen blue2 18515
 	lab exec blue1 -- timeout 60 "$JAKIRO_BIN/jk_write_bw" -d eth0 -q 2 -D 3 10.0.0.2 > "$WORK/cli2.log" 2>&1 &
 	cli=$!
 	two_live() { test "$(live_rc)" -eq 2; }
@@ -91,7 +91,7 @@ if [ -x "$JAKIRO_BIN/jk_write_bw" ]; then
 	wait $srv
 	lab exec blue2 -- "$JAKIRO_BIN/jk_write_bw" -d eth0 -q 4 -n 200 -u 10 > "$WORK/srv3.log" 2>&1 &
 	srv=$!
-	wait_until 10 lab exec blue2 -- sh -c "ss -ltn | grep -q ':18515 '"
+	wait_listen blue2 18515
 	check_fails "qp_quota 2: four QPs (new ones) do not" lab exec blue1 -- timeout 60 "$JAKIRO_BIN/jk_write_bw" -d eth0 -q 4 -n 200 -u 10 10.0.0.2
 	kill $srv 2>/dev/null; wait $srv 2>/dev/null
 	check "qp_quota drops counted" test "$(stat_of h1 's["vnics"]["blue1"]["drops"].get("qp_quota",0)')" -gt 0
@@ -101,7 +101,7 @@ if [ -x "$JAKIRO_BIN/jk_write_bw" ]; then
 	check "qp_quota: closed RC flows age out" wait_until 15 rc_aged
 	lab exec blue2 -- "$JAKIRO_BIN/jk_write_bw" -d eth0 -q 2 -n 200 > "$WORK/srv4.log" 2>&1 &
 	srv=$!
-	wait_until 10 lab exec blue2 -- sh -c "ss -ltn | grep -q ':18515 '"
+	wait_listen blue2 18515
 	check "qp_quota: after aging, two new QPs connect" lab exec blue1 -- timeout 60 "$JAKIRO_BIN/jk_write_bw" -d eth0 -q 2 -n 200 10.0.0.2
 	wait $srv
 else

@@ -21,7 +21,7 @@ pair() {   # NAME TOOL ARGS...: server on blue2, client on blue1
 	local name=$1 tool=$2; shift 2
 	lab exec blue2 -- "$JAKIRO_BIN/$tool" -d eth0 "$@" > "$WORK/$tool.srv" 2>&1 &
 	local srv=$!
-	if ! wait_until 10 lab exec blue2 -- sh -c "ss -ltn | grep -q ':18515 '"; then
+	if ! wait_listen blue2 18515; then
 		not_ok "$name" "server did not listen"; kill $srv; return
 	fi
 	if lab exec blue1 -- timeout 120 "$JAKIRO_BIN/$tool" -d eth0 "$@" 10.0.0.2 > "$WORK/$tool.cli" 2>&1 && wait $srv; then
