@@ -39,6 +39,7 @@ struct pp {
 	int rx_depth;
 	int pending;
 	int validate;
+	int use_event;		/* -e: sleep in rnic_wait() instead of spinning */
 };
 
 static void usage(const char *argv0)
@@ -290,7 +291,7 @@ int main(int argc, char *argv[])
 		case 'r': rx_depth = (int)strtoul(optarg, NULL, 0); break;
 		case 'n': iters = (int)strtoul(optarg, NULL, 0); break;
 		case 'l': break;
-		case 'e': break;
+		case 'e': pc.use_event = 1; break;
 		case 'g': gidx = (int)strtol(optarg, NULL, 0); break;
 		case 'c': pc.validate = 1; break;
 		default:
@@ -403,12 +404,16 @@ int main(int argc, char *argv[])
 		int ne;
 
 		do {
-			rnic_progress(pc.dev, rnic_now_ns());
+			uint64_t now = rnic_now_ns();
+
+			rnic_progress(pc.dev, now);
 			ne = rnic_poll_cq(pc.cq, 2, wc);
 			if (ne < 0) {
 				fprintf(stderr, "poll CQ failed %d\n", ne);
 				return 1;
 			}
+			if (!ne && pc.use_event)
+				rnic_wait(pc.dev, now, 1000000);
 		} while (ne < 1);
 		for (int i = 0; i < ne; ++i)
 			if (parse_single_wc(&pc, &scnt, &rcnt, &routs, iters, &wc[i])) {

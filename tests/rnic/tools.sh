@@ -55,6 +55,8 @@ run "jk_read_lat --verify" jk_read_lat "-s 64 -n 1000 --verify" "-s 64 -n 1000 -
 run "jk_send_lat --verify" jk_send_lat "-s 64 -n 1000 --verify" "-s 64 -n 1000 --verify" "$LAT"
 run "jk_rc_pingpong -c" jk_rc_pingpong "-s 8192 -n 500" "-s 8192 -n 500 -c" "usec/iter"
 grep -q "invalid data" "$RN_TMP/$PORT.cli" && not_ok "rc_pingpong echoed data" || ok "rc_pingpong echoed data"
+run "jk_rc_pingpong -e -c (sleeps between completions)" jk_rc_pingpong "-e -s 8192 -n 500" \
+	"-e -s 8192 -n 500 -c" "usec/iter"
 run "jk_write_bw -a (sizes 2 .. 8 MiB)" jk_write_bw "-a -n 20" "-a -n 20" "^ 8388608${S}20${S}"
 [ "$(grep -cE "^ [0-9]+${S}20${S}" "$RN_TMP/$PORT.cli")" -eq 23 ] && ok "-a printed 23 sizes" ||
 	not_ok "-a printed 23 sizes"
