@@ -10,6 +10,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -307,12 +308,43 @@ static int qp_failed(struct jk_perf *p)
 	return 1;
 }
 
+/* SIGTERM or SIGINT during the RDMA WRITE latency run (timeout(1) ending a
+ * hung test): the spin loops stop and report where they waited, so that a
+ * hang leaves its evidence in the log.  Only around the run: elsewhere the
+ * tools keep the default dispositions.  No SA_RESETHAND: timeout(1) signals
+ * both the command and its process group, and the second TERM must not kill
+ * the tool before it has reported. */
+static volatile sig_atomic_t stop_sig;
+
+static void on_stop(int sig)
+{
+	stop_sig = sig;
+}
+
+static void catch_stop(struct sigaction old[2])
+{
+	struct sigaction sa = { .sa_handler = on_stop };
+
+	sigemptyset(&sa.sa_mask);
+	stop_sig = 0;
+	sigaction(SIGTERM, &sa, &old[0]);
+	sigaction(SIGINT, &sa, &old[1]);
+}
+
+static void release_stop(const struct sigaction old[2])
+{
+	sigaction(SIGTERM, &old[0], NULL);
+	sigaction(SIGINT, &old[1], NULL);
+}
+
 /* Polls cq for one completion while driving the RNIC. */
 static int wait_one(struct jk_perf *p, struct rnic_cq *cq, struct rnic_wc *wc)
 {
 	for (;;) {
 		int n;
 
+		if (stop_sig)
+			return -EINTR;
 		rnic_progress(p->dev, rnic_now_ns());
 		n = rnic_poll_cq(cq, 1, wc);
 		if (n)
@@ -357,33 +389,59 @@ int jk_run_lat_write(struct jk_perf *p)
 	struct dur d;
 	int is_server = !p->server, end = 0;
 
+	struct sigaction old[2];
+	const char *waiting = NULL;
+	int err = 0;
+
 	if (!p->duration && alloc_times(p, p->iters))
 		return -ENOMEM;
+	catch_stop(old);
 	lat_begin(p, &d);
-	while (!end && (scnt < iters || ccnt < iters || rcnt < iters)) {
+	while (!err && !end && (scnt < iters || ccnt < iters || rcnt < iters)) {
 		if (rcnt < iters && !(scnt < 1 && is_server)) {
 			rcnt++;
-			while (*poll_buf != (uint8_t)rcnt) {
+			while (!err && *poll_buf != (uint8_t)rcnt) {
 				rnic_progress(p->dev, rnic_now_ns());
 				if (qp_failed(p))
-					return -EIO;
+					err = -EIO;
+				else if (stop_sig)
+					err = -EINTR;
+			}
+			if (err) {
+				waiting = "the peer's RDMA WRITE";
+				break;
 			}
 		}
 		if (scnt < iters) {
 			if (!p->duration)
 				p->tposted[scnt] = rnic_now_ns();
 			*post_buf = (uint8_t)++scnt;
-			if (rnic_post_send(p->qp[0], &wr, &bad))
-				return -EIO;
+			if (rnic_post_send(p->qp[0], &wr, &bad)) {
+				err = -EIO;
+				break;
+			}
 		}
 		if (ccnt < iters) {
-			if (wait_one(p, p->scq, &wc))
-				return -EIO;
+			err = wait_one(p, p->scq, &wc);
+			if (err) {
+				waiting = "the completion of our RDMA WRITE";
+				break;
+			}
 			ccnt++;
 			if (p->duration)
 				end = lat_tick(p, &d);
 		}
 	}
+	release_stop(old);
+	if (err == -EINTR) {
+		fprintf(stderr, " Stopped by signal %d waiting for %s: scnt %" PRIu64 " ccnt %" PRIu64
+			" rcnt %" PRIu64 ", last byte received %u, last byte sent %u\n", (int)stop_sig,
+			waiting, scnt, ccnt, rcnt, *poll_buf, *post_buf);
+		jk_print_stats(p);
+		fflush(stdout);
+	}
+	if (err)
+		return -EIO;
 	if (p->verify)
 		jk_verify_region(p, NULL, 0, "RDMA WRITE target");
 	if (!p->duration)
