@@ -70,6 +70,37 @@ show() {
 }
 n=0
 
+# A capture of each pair on our side (tcpdump, headers only, stopped by
+# PID); a failing pair prints its last RoCE frames, decoded, so that an
+# intermittent hang leaves evidence in the CI log.
+cap_pid=
+cap_start() {
+	cap_pid=
+	command -v tcpdump >/dev/null || return 0
+	ip netns exec "$ns_b" tcpdump -s 96 -B 16384 -i "$dev" -w "$1/c.pcap" "udp port 4791" \
+		>"$1/tcpdump.log" 2>&1 &
+	cap_pid=$!
+	bg_pids+=("$cap_pid")
+	local end=$((SECONDS + 10))
+	until grep -q "listening on" "$1/tcpdump.log" 2>/dev/null || [ $SECONDS -ge $end ]; do
+		sleep 0.05
+	done
+}
+cap_stop() {
+	[ -n "$cap_pid" ] || return 0
+	kill -INT "$cap_pid" 2>/dev/null
+	wait "$cap_pid" 2>/dev/null
+	forget "$cap_pid"
+	cap_pid=
+}
+cap_show() {
+	[ -s "$1/c.pcap" ] && command -v tshark >/dev/null || return 0
+	echo "# --- last RoCE frames (time src opcode psn ackreq aeth-syndrome)"
+	tshark -r "$1/c.pcap" -Y infiniband -T fields -e frame.time_relative -e ip.src \
+		-e infiniband.bth.opcode -e infiniband.bth.psn -e infiniband.bth.ackreq \
+		-e infiniband.aeth.syndrome 2>/dev/null | tail -n 40 | sed 's/^/#   /'
+}
+
 # rxe serves, we connect.  NAME 'VM COMMAND' OUR-TOOL ARGS...
 vm_server() {
 	local name=$1 cmd=$2; shift 2
@@ -86,17 +117,20 @@ vm_server() {
 		kill -TERM "$vpid" 2>/dev/null; wait "$vpid" 2>/dev/null; forget "$vpid"
 		return
 	fi
+	cap_start "$d"
 	ip netns exec "$ns_b" timeout 180 "$BUILD/bin/$1" -d "$dev" "${@:2}" "$ip_vm" \
 		>"$d/ours.out" 2>&1
 	local ours=$?
 	wait "$vpid"
 	local vst=$?
 	forget "$vpid"
+	cap_stop
 	if [ $ours -eq 0 ] && [ $vst -eq 0 ]; then
 		echo "ok - $name"
 		grep -hE "usec/iter|^ [0-9]+ +[0-9]+ " "$d/ours.out" | head -2 | sed 's/^/#   /'
 	else
 		echo "not ok - $name (ours $ours, rxe $vst)"; show "$d/ours.out" "$d/vm.out" "$d/vm.err"
+		cap_show "$d"
 	fi
 }
 
@@ -106,6 +140,7 @@ our_server() {
 	n=$((n + 1))
 	local d=$tmp/$n
 	mkdir -p "$d"
+	cap_start "$d"
 	ip netns exec "$ns_b" timeout 300 "$BUILD/bin/$1" -d "$dev" "${@:2}" >"$d/ours.out" 2>&1 &
 	local opid=$!
 	bg_pids+=("$opid")
@@ -113,6 +148,7 @@ our_server() {
 	until ip netns exec "$ns_b" ss -Hltn "sport = :18515" 2>/dev/null | grep -q .; do
 		if [ $SECONDS -ge $end ] || ! kill -0 "$opid" 2>/dev/null; then
 			echo "not ok - $name (our server did not listen)"; show "$d/ours.out"
+			cap_stop
 			return
 		fi
 		sleep 0.05
@@ -123,11 +159,13 @@ our_server() {
 	wait "$opid"
 	local ours=$?
 	forget "$opid"
+	cap_stop
 	if [ $ours -eq 0 ] && [ $vst -eq 0 ]; then
 		echo "ok - $name"
 		grep -hE "usec/iter|^ [0-9]+ +[0-9]+ " "$d/vm.out" | head -2 | sed 's/^/#   /'
 	else
 		echo "not ok - $name (ours $ours, rxe $vst)"; show "$d/ours.out" "$d/vm.out" "$d/vm.err"
+		cap_show "$d"
 	fi
 }
 
