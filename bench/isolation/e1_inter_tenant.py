@@ -4,6 +4,12 @@ vNIC each on h1 with the same egress rate R, and a receiver on h2.  Each
 tenant runs RDMA (jk_write_bw, 1 RC QP) and TCP (iperf3) greedy at once.
 A runs alone, then B joins.
 
+R is 100 Mbit/s by default: two tenants at 200 each (400 Mbit/s through
+four soft-RNIC processes, two jakirods and two iperf3 pairs) exceed what
+this 2-core machine computes — both tenants then dip together to ~178
+Mbit/s, TCP and RDMA below their halves, the CPU shared evenly but not
+enough (docs/isolation.md); --rate 200 shows it.
+
 Verdict: each tenant's delivered rate (inner frames, h2's ingress
 counters, both classes) within ±5% of R while both run, and A's rate with B
 present within 5% of A's rate alone.
@@ -19,7 +25,7 @@ import iso  # noqa: E402
 RDMA_PORT = iso.PERF_PORT
 
 
-def run(outdir, quick=False, prefix="e1x", rate_mbit=200):
+def run(outdir, quick=False, prefix="e1x", rate_mbit=100):
     os.makedirs(outdir, exist_ok=True)
     alone, both = (5, 5) if quick else (10, 10)
     settle = 2 if quick else 3
@@ -87,7 +93,7 @@ def run(outdir, quick=False, prefix="e1x", rate_mbit=200):
 
 
 def main():
-    return iso.cli(__doc__, "e1", run, [("--rate", int, 200, "Mbit/s per vNIC", "rate_mbit")])
+    return iso.cli(__doc__, "e1", run, [("--rate", int, 100, "Mbit/s per vNIC", "rate_mbit")])
 
 
 if __name__ == "__main__":
