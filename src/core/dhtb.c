@@ -188,18 +188,37 @@ static void passed(struct jk_dhtb *b, enum jk_dhtb_class c, uint32_t len)
  * next packet to leave is the head of that flow (jk_dhtb_next_ns is
  * const). */
 
-static unsigned flow_of(const struct jk_pkt *p)
+/* The queue of p's flow; *tag the flow's hash.  The hash picks a set of
+ * JK_DHTB_WAYS queues: the queue there that holds the flow's packets (same
+ * tag), else an empty one, else (the set full of other flows) the way the
+ * hash names, shared.  So flows share a queue only when a set is full (as
+ * cake's set-associative hash): with one queue per hash value, 3 flows
+ * shared one in ~2 % of runs and got 50/50/100 % of a fair share. */
+static unsigned flow_of(const struct jk_dhtb *b, const struct jk_pkt *p, uint32_t *tag)
 {
+	const unsigned sets = (JK_DHTB_FLOWS - 1) / JK_DHTB_WAYS;
 	const struct jk_pkt_meta *m = &p->meta;
+	unsigned base, empty = 0;
 	uint32_t w[4];
 
+	*tag = 0;
 	if ((m->flags & (JK_PF_IPV4 | JK_PF_FRAG)) != JK_PF_IPV4)
 		return 0;
 	w[0] = m->src_ip;
 	w[1] = m->dst_ip;
 	w[2] = (uint32_t)m->sport << 16 | m->dport;
 	w[3] = m->ip_proto;
-	return 1 + jk_hash_words(w, 4, FLOW_SEED) % (JK_DHTB_FLOWS - 1);
+	*tag = jk_hash_words(w, 4, FLOW_SEED);
+	base = 1 + *tag % sets * JK_DHTB_WAYS;
+	for (unsigned k = 0; k < JK_DHTB_WAYS; k++) {
+		const struct jk_dhtb_flow *f = &b->flow[base + k];
+
+		if (f->head && f->tag == *tag)
+			return base + k;
+		if (!f->head && !empty)
+			empty = base + k;
+	}
+	return empty ? empty : base + *tag / sets % JK_DHTB_WAYS;
 }
 
 static void rr_append(struct jk_dhtb *b, unsigned i)
@@ -289,7 +308,8 @@ static enum jk_dhtb_verdict tcp_enqueue(struct jk_dhtb *b, struct jk_pkt *p, uin
 					struct jk_pkt **evicted)
 {
 	struct jk_dhtb_class_stats *st = &b->st[JK_DHTB_TCP];
-	unsigned i = flow_of(p);
+	uint32_t tag;
+	unsigned i = flow_of(b, p, &tag);
 	struct jk_dhtb_flow *f = &b->flow[i];
 	struct jk_pkt **last = evicted;
 	uint64_t share_sum;
@@ -318,6 +338,7 @@ static enum jk_dhtb_verdict tcp_enqueue(struct jk_dhtb *b, struct jk_pkt *p, uin
 		f->tail->next = p;
 	} else {
 		f->head = p;
+		f->tag = tag;
 		f->deficit = JK_DHTB_QUANTUM;
 		rr_append(b, i);
 	}

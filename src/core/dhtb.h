@@ -31,7 +31,8 @@
 enum jk_dhtb_class { JK_DHTB_RDMA, JK_DHTB_TCP, JK_DHTB__CLASSES };
 
 #define JK_DHTB_RELEASE_MAX 32   /* packets one jk_dhtb_release() call hands back at most, by convention */
-#define JK_DHTB_FLOWS   128      /* TCP flow queues per DHTB; flow 0 takes non-IPv4 frames and fragments */
+#define JK_DHTB_WAYS    8        /* flow queues per set (set-associative, as cake) */
+#define JK_DHTB_FLOWS   (1 + 16 * JK_DHTB_WAYS) /* TCP flow queues per DHTB; flow 0 takes non-IPv4 frames and fragments */
 #define JK_DHTB_QUANTUM 1514     /* DRR quantum, bytes: one full-sized frame per flow and round */
 
 struct jk_dhtb_params {
@@ -69,6 +70,7 @@ struct jk_dhtb_flow {
 	struct jk_pkt *head, *tail; /* FIFO through jk_pkt.next; head != NULL: in the round */
 	uint32_t bytes;             /* backlog */
 	int32_t deficit;            /* DRR credit, bytes; sends while > 0, ends at most one frame below 0 */
+	uint32_t tag;               /* hash of the flow whose packets wait here (valid while head != NULL) */
 	uint16_t prev, next;        /* neighbours in the round (valid while in it) */
 };
 
