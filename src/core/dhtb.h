@@ -39,6 +39,7 @@ struct jk_dhtb_params {
 	uint64_t rate_bps;          /* 0 = unlimited: everything passes */
 	uint64_t burst_bytes;       /* 0 = default: 10 ms at rate, at least 64 KiB */
 	uint32_t weight[JK_DHTB__CLASSES];
+	uint32_t rdma_bank;         /* RDMA class depth: this many times its part of the burst (0 = 1) */
 	uint32_t mark_kmin;         /* RDMA debt (bytes) where marking starts */
 	uint32_t mark_kmax;         /* ... where it reaches mark_pmax */
 	uint32_t mark_pmax_ppm;     /* probability at kmax, parts per million */

@@ -321,6 +321,64 @@ static void rdma_overspend_repaid_from_borrowing(void **state)
 	assert_true(rel_err((double)tcp, (double)Bps) >= -0.03);
 }
 
+/* RDMA in a sawtooth around its share (50 ms at 35 %, 50 ms at 65 % of
+ * the rate: what DCQCN does around the marking point) next to greedy TCP,
+ * with the RDMA class `bank` times its part of the burst.  Returns the
+ * marks; *rdma_share the RDMA bytes over the rate's. */
+static uint64_t rdma_sawtooth(uint32_t bank, double *rdma_share)
+{
+	const uint64_t rate = 100 * MBIT, Bps = rate / 8, end = 2000 * MS;
+	struct jk_dhtb_params p;
+	struct pool *pl = fixture_pool();
+	struct jk_dhtb *b;
+	struct jk_pkt *out[JK_DHTB_RELEASE_MAX];
+	uint64_t rdma = 0, next_rdma = 0, marks;
+
+	params(&p, rate, 1, 1);
+	p.rdma_bank = bank;
+	b = bucket_new(&p, 0);
+	for (uint64_t t = 0; t < end; t += 10 * US) {
+		uint64_t gap = 1500 * NS / (Bps * ((t / (50 * MS)) % 2 ? 65 : 35) / 100);
+
+		while (next_rdma <= t) {
+			assert_int_not_equal(admit(b, pl, RDMA, 1500, false, true, t, 0), JK_DHTB_DROP);
+			rdma += 1500;
+			next_rdma += gap;
+		}
+		while (b->q_pkts < 4)
+			assert_int_not_equal(admit(b, pl, TCP, 1500, false, false, t, 0), JK_DHTB_DROP);
+		if (jk_dhtb_next_ns(b, t) <= t) {
+			unsigned n = jk_dhtb_release(b, t, out, JK_DHTB_RELEASE_MAX);
+
+			for (unsigned i = 0; i < n; i++)
+				pkt_put(pl, out[i]);
+		}
+	}
+	marks = b->st[RDMA].marked;
+	*rdma_share = (double)rdma / (double)(2 * Bps);
+	return marks;
+}
+
+/* The sawtooth banks 94 kB in each trough (15 % of 12.5 MB/s for 50 ms):
+ * more than a class of its part of the burst holds (62.5 kB), so its
+ * crests are marked although RDMA averages exactly its share — DCQCN would
+ * cut it below; the default RDMA bank (5x: 312 kB) carries the trough to
+ * the crest, unmarked. */
+static void rdma_sawtooth_at_share_unmarked(void **state)
+{
+	double share1, share5;
+	uint64_t marks1 = rdma_sawtooth(1, &share1), marks5;
+	struct jk_dhtb_params p;
+
+	jk_dhtb_params_default(&p, 100 * MBIT);
+	marks5 = rdma_sawtooth(p.rdma_bank, &share5);
+	print_message("rdma sawtooth at its share: marks with bank 1 %lu, with bank %u %lu (rdma %.3f of the rate)\n",
+		      (unsigned long)marks1, p.rdma_bank, (unsigned long)marks5, share5);
+	assert_true(rel_err(share5, 0.5) <= 0.01);
+	assert_true(marks1 > 100);
+	assert_int_equal(marks5, 0);
+}
+
 /* RDMA alone, sending whenever tokens allow, gets the whole rate too. */
 static void rdma_alone_gets_whole_rate(void **state)
 {
@@ -365,6 +423,7 @@ static void rdma_alone_debt_drains_at_rate(void **state)
 	unsigned marks = 0;
 
 	params(&p, rate, 1, 1);
+	p.rdma_bank = 1;                     /* the class depth: its part of the burst */
 	b = bucket_new(&p, 0);
 	/* 400 kB at once: past the root's and the class's bursts */
 	for (int i = 0; i < 400; i++)
@@ -464,12 +523,14 @@ static void shares_follow_weights(void **state)
 
 /* ---- RDMA over the limit ------------------------------------------------- */
 
-/* 8 Mbit/s = 1 MB/s, root 64 KiB, classes 32 KiB each; marking graded
- * from 20 kB to 120 kB of debt up to 50 %, ceiling at 300 kB. */
+/* 8 Mbit/s = 1 MB/s, root 64 KiB, classes 32 KiB each (no RDMA bank);
+ * marking graded from 20 kB to 120 kB of debt up to 50 %, ceiling at
+ * 300 kB. */
 static void rdma_params(struct jk_dhtb_params *p)
 {
 	params(p, 8 * MBIT, 1, 1);
 	p->burst_bytes = 65536;
+	p->rdma_bank = 1;
 	p->mark_kmin = 20000;
 	p->mark_kmax = 120000;
 	p->mark_pmax_ppm = 500000;
@@ -1239,6 +1300,7 @@ static void counters_match(void **state)
 
 	params(&p, 8 * MBIT, 1, 1);
 	p.burst_bytes = 65536;
+	p.rdma_bank = 1;
 	p.mark_kmin = 2000;
 	p.mark_kmax = 3000;
 	p.mark_pmax_ppm = 1000000;
@@ -1340,6 +1402,7 @@ int main(void)
 		T(unlimited_passes_everything),
 		T(tcp_alone_gets_whole_rate),
 		T(rdma_overspend_repaid_from_borrowing),
+		T(rdma_sawtooth_at_share_unmarked),
 		T(rdma_alone_gets_whole_rate),
 		T(rdma_alone_debt_drains_at_rate),
 		T(shares_follow_weights),

@@ -468,6 +468,7 @@ static void rdma_params(struct jk_dhtb_params *p)
 {
 	jk_dhtb_params_default(p, 8 * MBIT);
 	p->burst_bytes = 20000;
+	p->rdma_bank = 1;                   /* RDMA's class: its part of the burst */
 	p->mark_kmin = 1000;
 	p->mark_kmax = 3000;
 	p->mark_pmax_ppm = 200000;
