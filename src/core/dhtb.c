@@ -63,7 +63,6 @@ void jk_dhtb_init(struct jk_dhtb *b, const struct jk_dhtb_params *p, uint64_t no
 
 		if (c == JK_DHTB_RDMA && b->params.rdma_bank > 1)
 			cb *= b->params.rdma_bank;
-
 		bucket_set(&b->cls[c], rate * b->params.weight[c] / wsum, cb > MIN_CLASS_BURST ? cb : MIN_CLASS_BURST);
 	}
 	b->last_ns = now_ns;
@@ -178,8 +177,8 @@ static void passed(struct jk_dhtb *b, enum jk_dhtb_class c, uint32_t len)
 
 /* ---- TCP shaper queue: deficit round robin over flow queues ------------
  *
- * A packet's flow is a hash of its inner IPv4 5-tuple; flow 0 takes
- * what has none (non-IPv4, fragments).  Backlogged flows form the round
+ * A packet's flow queue is found by a hash of its inner IPv4 5-tuple
+ * (flow_of); queue 0 takes what has none (non-IPv4, fragments).  Backlogged flows form the round
  * (a list in service order).  Its first flow sends while its deficit is
  * positive, each packet costing its length, then goes to the end of the
  * round with a quantum more; a flow joins the round at the end with one
