@@ -41,6 +41,17 @@ static void busy_tick(struct rnic_dcqcn_rp *rp, const struct rnic_dcqcn_params *
 	rnic_dcqcn_tick(rp, p, now);
 }
 
+/* A fresh reaction point cut twice, at 0 and 100 us (the second CNP after
+ * rate_reduce): alpha 1, so Rc is a quarter of the line rate and Rt half.
+ * Returns the time of the second cut. */
+static uint64_t cut_twice(struct rnic_dcqcn_rp *rp, const struct rnic_dcqcn_params *p)
+{
+	rnic_dcqcn_rp_init(rp, p, 0);
+	rnic_dcqcn_on_cnp(rp, p, 0);
+	rnic_dcqcn_on_cnp(rp, p, 100 * US);
+	return 100 * US;
+}
+
 static void test_cut_on_cnp(void **state)
 {
 	struct rnic_dcqcn_params p = prof();
@@ -99,12 +110,8 @@ static void test_recovery_curve_timer(void **state)
 {
 	struct rnic_dcqcn_params p = prof();
 	struct rnic_dcqcn_rp rp;
-	uint64_t t = 0, rc, rt;
+	uint64_t t = cut_twice(&rp, &p), rc, rt;
 
-	rnic_dcqcn_rp_init(&rp, &p, t);
-	rnic_dcqcn_on_cnp(&rp, &p, t);
-	t += 100 * US;
-	rnic_dcqcn_on_cnp(&rp, &p, t);
 	rc = 2500 * M;
 	rt = 5 * G;
 	assert_true(rp.rc == rc && rp.rt == rt);
@@ -127,14 +134,11 @@ static void test_byte_counter_and_hyper(void **state)
 {
 	struct rnic_dcqcn_params p = prof();
 	struct rnic_dcqcn_rp rp;
-	uint64_t t = 0, rt = 50 * G;
+	uint64_t t, rt = 50 * G;
 	int tn = 0;
 
 	p.line_rate = 100 * G;
-	rnic_dcqcn_rp_init(&rp, &p, t);
-	rnic_dcqcn_on_cnp(&rp, &p, t);
-	t += 100 * US;
-	rnic_dcqcn_on_cnp(&rp, &p, t);                  /* rc 25 G, rt 50 G */
+	t = cut_twice(&rp, &p);                         /* rc 25 G, rt 50 G */
 	assert_true(rp.rc == 25 * G && rp.rt == rt);
 	for (int i = 0; i < 5; i++)                     /* B = 1..5 */
 		rnic_dcqcn_on_tx(&rp, &p, 1 << 20, t);
@@ -184,12 +188,8 @@ static void test_no_increase_while_idle(void **state)
 {
 	struct rnic_dcqcn_params p = prof();
 	struct rnic_dcqcn_rp rp;
-	uint64_t t = 0, rc, rt;
+	uint64_t t = cut_twice(&rp, &p), rc, rt;
 
-	rnic_dcqcn_rp_init(&rp, &p, t);
-	rnic_dcqcn_on_cnp(&rp, &p, t);
-	t += 100 * US;
-	rnic_dcqcn_on_cnp(&rp, &p, t);
 	rc = rp.rc;
 	rt = rp.rt;
 	for (int i = 1; i <= 300; i++) {            /* 90 ms, never rate-limited */
