@@ -59,14 +59,16 @@ def run(outdir, quick=False, prefix="e3x", senders=3, rate_mbit=200):
                                 extra=["--dcqcn=line_rate=1g"]) for i in range(1, senders + 1)]
         rdma_codes = iso.finish(rdma, d + 30)
         samp.stop()
+        stats = {}
         for h in ["h%d" % i for i in range(1, senders + 2)]:    # every host's counters, for the record
+            stats[h] = lab.ctl(h, "--json", "show", "stats")
             with open(os.path.join(outdir, "logs", "stats-%s.json" % h), "w") as f:
-                f.write(lab.ctl(h, "--json", "show", "stats"))
+                f.write(stats[h])
         for t in ["s%d" % i for i in range(1, senders + 1)] + ["r"]:  # and the tenants' kernels'
             with open(os.path.join(outdir, "logs", "kernel-%s.txt" % t), "w") as f:
                 for cmd in (["ip", "-s", "link", "show", "eth0"], ["nstat", "-az"], ["cat", "/proc/net/softnet_stat"]):
                     f.write("$ %s\n%s\n" % (" ".join(cmd), lab.run(t, cmd, check=False).stdout))
-        rstats = lab.ctl_json(rh, "show", "stats")["vnics"]["r"]["dhtb"]["ingress"]
+        rstats = json.loads(stats[rh])["vnics"]["r"]["dhtb"]["ingress"]
 
     data = iso.load(samp.path)
     agg = {"tcp": iso.mbps_between(data[rkey["tcp"]], t_tcp + settle, t_tcp + d - 0.3),
