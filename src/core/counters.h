@@ -21,6 +21,11 @@
 	X(BAD_L4,          "bad_l4",          "TCP data offset or UDP length invalid") \
 	X(TRUNC_BTH,       "trunc_bth",       "RoCEv2 BTH truncated") \
 	X(ETHERTYPE,       "ethertype",       "EtherType other than IPv4 and ARP") \
+	X(VNET_FLAGS,      "vnet_flags",      "virtio-net header: unknown flags or GSO type") \
+	X(VNET_CSUM,       "vnet_csum",       "virtio-net header: csum_start/csum_offset outside the frame or not at the L4 checksum") \
+	X(VNET_HDR_LEN,    "vnet_hdr_len",    "virtio-net header: hdr_len beyond the frame") \
+	X(VNET_GSO,        "vnet_gso",        "virtio-net header: gso_size too small, or a super-frame that is not plain TCP/UDP over IPv4") \
+	X(GSO_MIXED,       "gso_mixed",       "RoCE super-frame whose segments name different QPs or kinds") \
 	X(SPOOF_MAC,       "spoof_mac",       "source MAC is not the vNIC's") \
 	X(SPOOF_IP,        "spoof_ip",        "source IPv4 (or ARP sender) is not the vNIC's") \
 	X(ARP_IGNORED,     "arp_ignored",     "ARP probe, gratuitous or for an unknown address") \
@@ -40,7 +45,8 @@
 	X(NO_LOCAL_VNIC,   "no_local_vnic",   "inner destination is not a vNIC on this host") \
 	X(ECN_NOT_ECT_CE,  "ecn_not_ect_ce",  "outer CE over inner Not-ECT (RFC 6040)") \
 	X(UNDERLAY_TRUNC,  "underlay_trunc",  "underlay packet truncated or not IPv4/UDP") \
-	X(TX_FULL,         "tx_full",         "output queue or socket full")
+	X(TX_FULL,         "tx_full",         "output queue or socket full") \
+	X(NO_BUFFER,       "no_buffer",       "no packet buffer free to split a coalesced underlay read into")
 
 enum jk_drop {
 #define JK_DROP_ENUM(e, n, d) JK_DROP_##e,

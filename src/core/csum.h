@@ -2,6 +2,7 @@
 #ifndef JK_CSUM_H
 #define JK_CSUM_H
 
+#include <arpa/inet.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -16,6 +17,17 @@ uint16_t jk_csum_fold(uint32_t sum);
 static inline uint16_t jk_csum(const void *data, size_t len)
 {
 	return jk_csum_fold(jk_csum_partial(data, len, 0));
+}
+
+/* Partial sum of the IPv4 pseudo-header of a TCP/UDP segment (addresses
+ * in host order, l4_len the L4 header plus payload). */
+uint32_t jk_csum_pseudo(uint32_t saddr, uint32_t daddr, uint8_t proto, uint32_t l4_len);
+
+/* Folds a partial sum without complementing it: what a partial (offloaded)
+ * checksum field holds, as a raw network-order word. */
+static inline uint16_t jk_csum_fold_partial(uint32_t sum)
+{
+	return (uint16_t)~jk_csum_fold(sum);
 }
 
 #endif

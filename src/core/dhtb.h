@@ -1,5 +1,5 @@
 /* dhtb.h — one direction of one vNIC's Distributed Hierarchical Token
- * Bucket (DESIGN.md §6, docs/dhtb.md).
+ * Bucket (docs/dhtb.md).
  *
  * A root bucket at the vNIC's rate and two classes, RDMA and TCP(+other),
  * each refilled at rate x w / (w_rdma + w_tcp).  A packet within its class

@@ -1,10 +1,17 @@
-/* dp.c — the per-packet pipeline and the control-plane entry points.
+/* dp.c — the per-packet pipeline and the control-plane entry points
+ * (docs/datapath.md).  A packet may be a super-frame (TSO/USO from a vNIC,
+ * or coalesced from the underlay): it runs the pipeline once, and the DHTB
+ * charges the bytes of every segment it stands for.
  *
- * Egress:  parse -> anti-spoof -> ARP proxy -> MTU -> classify ->
- *          RCFT (RC RDMA) -> NFT or VLT -> local delivery or encap.
+ * Egress:  virtio-net header checked, partial checksum completed -> parse
+ *          -> anti-spoof -> ARP proxy -> GSO request checked -> MTU ->
+ *          classify -> RCFT (RC RDMA) -> NFT or VLT -> the source vNIC's
+ *          egress DHTB -> local delivery (then the destination's ingress
+ *          DHTB) or to the underlay (the daemon encapsulates and sends).
  * Ingress: VxLAN checks (I flag, VNI served, VTEP serves VNI) -> parse
  *          inner -> source located at the sending VTEP -> destination
- *          vNIC -> RFC 6040 ECN -> deliver.
+ *          vNIC -> RFC 6040 ECN -> the destination's ingress DHTB ->
+ *          deliver.
  */
 #include "core/dp.h"
 
@@ -12,6 +19,7 @@
 #include <string.h>
 
 #include "core/answer.h"
+#include "core/offload.h"
 #include "core/parse.h"
 #include "core/vxlan.h"
 
@@ -39,7 +47,7 @@ int jk_dp_init(struct jk_dp *dp, const struct jk_dp_params *params)
 	int err;
 
 	memset(dp, 0, sizeof(*dp));
-	if (params->underlay_mtu < 576 + JK_VXLAN_OVERHEAD || params->underlay_mtu > JK_PKT_DATA_MAX)
+	if (params->underlay_mtu < 576 + JK_VXLAN_OVERHEAD || params->underlay_mtu > JK_UNDERLAY_MTU_MAX)
 		return -EINVAL;
 	dp->params = *params;
 	err = jk_vlt_init(&dp->vlt, params->vlt_max, params->vtep);
@@ -324,17 +332,12 @@ static uint16_t vnic_id(const struct jk_dp *dp, const struct jk_vnic *v)
 	return (uint16_t)(v - dp->vnics);
 }
 
-/* Sets CE in the (inner) IPv4 header, and in the outer one when the packet
- * is already encapsulated; only ECN-capable packets are ever marked. */
+/* Sets CE in the IPv4 header (of a super-frame: in every segment it
+ * becomes); the outer ECN is copied from it when the packet is sent.  Only
+ * ECN-capable packets are ever marked. */
 static void mark_ce(struct jk_pkt *p)
 {
-	uint8_t *inner = p->data + p->meta.l3_ofs;
-
-	if (p->verdict.action == JK_ACT_TO_UNDERLAY) {
-		inner += sizeof(struct jk_ipv4_vxlan_hdr);
-		jk_ipv4_set_ecn(p->data, JK_ECN_CE);
-	}
-	jk_ipv4_set_ecn(inner, JK_ECN_CE);
+	jk_ipv4_set_ecn(p->data + p->meta.l3_ofs, JK_ECN_CE);
 	p->meta.tos |= JK_ECN_CE;
 }
 
@@ -401,23 +404,20 @@ static void deliver_local(struct jk_dp *dp, struct jk_vnic *src, struct jk_pkt *
 		drop(dp, src, p, JK_DROP_VNIC_DOWN);
 		return;
 	}
-	p->verdict.shaped_len = p->len;
+	p->verdict.shaped_len = jk_offload_wire_len(p);
 	to_vnic(p, dst_id);
 	shape(dp, src, JK_DIR_EGRESS, p, now_ns);
 }
 
-static void encap(struct jk_dp *dp, struct jk_vnic *src, struct jk_pkt *p,
-		  const struct jk_vxlan_tmpl *tmpl, uint32_t vtep, uint64_t now_ns)
+/* To a remote VTEP: the verdict says where; the daemon encapsulates once
+ * the DHTB has let the packet go. */
+static void to_underlay(struct jk_dp *dp, struct jk_vnic *src, struct jk_pkt *p, uint32_t vtep, uint64_t now_ns)
 {
-	uint16_t sport = jk_vxlan_sport(&p->meta);
-	uint8_t tos = (p->meta.flags & JK_PF_IPV4) ? p->meta.tos : 0;
-
-	p->verdict.shaped_len = p->len;
-	p->data = jk_vxlan_encap(p->data, p->len, tmpl, sport, tos);
-	p->len += sizeof(struct jk_ipv4_vxlan_hdr);
+	p->verdict.shaped_len = jk_offload_wire_len(p);
 	p->verdict.action = JK_ACT_TO_UNDERLAY;
 	p->verdict.dst_vtep = vtep;
-	p->verdict.outer_sport = sport;
+	p->verdict.vni = src->cfg.vni;
+	p->verdict.outer_sport = jk_vxlan_sport(&p->meta);
 	shape(dp, src, JK_DIR_EGRESS, p, now_ns);
 }
 
@@ -432,7 +432,7 @@ static void forward_by_vlt(struct jk_dp *dp, struct jk_vnic *v, struct jk_pkt *p
 	if (e->is_local)
 		deliver_local(dp, v, p, e->vnic_id, now_ns);
 	else
-		encap(dp, v, p, &e->tmpl, e->vtep, now_ns);
+		to_underlay(dp, v, p, e->vtep, now_ns);
 }
 
 static void egress_arp(struct jk_dp *dp, struct jk_vnic *v, struct jk_pkt *p, uint64_t now_ns)
@@ -495,6 +495,7 @@ static void egress_ip(struct jk_dp *dp, struct jk_vnic *v, struct jk_pkt *p, uin
 	struct jk_flow_key k;
 	struct jk_nft_entry *f;
 	const struct jk_vlt_entry *e;
+	enum jk_drop why;
 	uint32_t h;
 
 	/* Carry the datagram only: bytes after it (Ethernet padding, or a
@@ -504,7 +505,18 @@ static void egress_ip(struct jk_dp *dp, struct jk_vnic *v, struct jk_pkt *p, uin
 		drop(dp, v, p, JK_DROP_BROADCAST);
 		return;
 	}
-	if (m->ip_tot_len > v->cfg.mtu) {
+	why = jk_offload_check_gso(p);
+	if (why != JK_DROP_NONE) {
+		drop(dp, v, p, why);
+		return;
+	}
+	if (p->off.gso_type != JK_VNET_GSO_NONE) {
+		/* Each segment, not the super-frame, must fit the MTU. */
+		if ((uint32_t)p->off.hdr_len - m->l3_ofs + p->off.gso_size > v->cfg.mtu) {
+			drop(dp, v, p, JK_DROP_MTU);
+			return;
+		}
+	} else if (m->ip_tot_len > v->cfg.mtu) {
 		const struct jk_vlt_entry *dst;
 
 		if (!(m->flags & JK_PF_DF)) {
@@ -572,7 +584,6 @@ static void egress_ip(struct jk_dp *dp, struct jk_vnic *v, struct jk_pkt *p, uin
 		f->is_local = e->is_local;
 		f->out_vnic = e->vnic_id;
 		f->dst_vtep = e->vtep;
-		f->tmpl = e->tmpl;
 	}
 	f->last_seen_ns = now_ns;
 	f->packets++;
@@ -580,7 +591,7 @@ static void egress_ip(struct jk_dp *dp, struct jk_vnic *v, struct jk_pkt *p, uin
 	if (f->is_local)
 		deliver_local(dp, v, p, f->out_vnic, now_ns);
 	else
-		encap(dp, v, p, &f->tmpl, f->dst_vtep, now_ns);
+		to_underlay(dp, v, p, f->dst_vtep, now_ns);
 }
 
 static void egress_one(struct jk_dp *dp, struct jk_vnic *v, struct jk_pkt *p, uint64_t now_ns)
@@ -589,7 +600,9 @@ static void egress_one(struct jk_dp *dp, struct jk_vnic *v, struct jk_pkt *p, ui
 	enum jk_drop why;
 
 	p->verdict.action = JK_ACT_DROP;
-	why = jk_parse_frame(p->data, p->len, &p->meta);
+	why = jk_offload_import(p);
+	if (why == JK_DROP_NONE)
+		why = jk_parse_frame(p->data, p->len, &p->meta);
 	if (why != JK_DROP_NONE) {
 		drop(dp, v, p, why);
 		return;
@@ -624,6 +637,7 @@ void jk_dp_egress(struct jk_dp *dp, uint16_t vnic_id, struct jk_pkt **pkts, unsi
 	struct jk_vnic *v = jk_dp_vnic(dp, vnic_id);
 
 	for (unsigned i = 0; i < n; i++) {
+		pkts[i]->verdict.in_vnic = vnic_id;
 		if (!v) {
 			drop(dp, NULL, pkts[i], JK_DROP_VNIC_DOWN);
 			continue;
@@ -694,12 +708,23 @@ static void ingress_one(struct jk_dp *dp, struct jk_pkt *p, uint64_t now_ns)
 	}
 	dp->cnt.decapped++;
 	to_vnic(p, dst->vnic_id);
-	p->verdict.shaped_len = p->len;
+	p->verdict.shaped_len = jk_offload_wire_len(p);
 	shape(dp, v, JK_DIR_INGRESS, p, now_ns);
 }
 
 void jk_dp_ingress(struct jk_dp *dp, struct jk_pkt **pkts, unsigned n, uint64_t now_ns)
 {
-	for (unsigned i = 0; i < n; i++)
+	for (unsigned i = 0; i < n; i++) {
+		pkts[i]->verdict.in_vnic = JK_VNIC_NONE;
 		ingress_one(dp, pkts[i], now_ns);
+	}
+}
+
+void jk_dp_count_drops(struct jk_dp *dp, uint16_t vnic_id, enum jk_drop why, uint64_t n)
+{
+	struct jk_vnic *v = jk_dp_vnic(dp, vnic_id);
+
+	dp->cnt.drops[why] += n;
+	if (v)
+		v->cnt.drops[why] += n;
 }

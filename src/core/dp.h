@@ -1,5 +1,5 @@
 /* dp.h — the datapath: vNICs, the three tables and the per-packet
- * pipeline (DESIGN.md §4), with no I/O and no clock.
+ * pipeline (docs/datapath.md), with no I/O and no clock.
  *
  * The caller (jakirod, a test, a fuzzer, a benchmark) hands in batches of
  * packets with the time and reads each packet's verdict: drop (counted by
@@ -25,6 +25,7 @@
 #define JK_MAX_VNICS     256
 #define JK_VNIC_NAME_MAX 32
 #define JK_VNI_MAX       0xffffffu
+#define JK_UNDERLAY_MTU_MAX 9216     /* jumbo frames */
 
 struct jk_vnic_cfg {
 	char     name[JK_VNIC_NAME_MAX];
@@ -92,15 +93,21 @@ int jk_dp_vnic_find(const struct jk_dp *dp, const char *name);   /* id or -ENOEN
 int jk_dp_vlt_add(struct jk_dp *dp, uint32_t vni, uint32_t vip, const uint8_t mac[JK_ETH_ALEN], uint32_t vtep);
 int jk_dp_vlt_del(struct jk_dp *dp, uint32_t vni, uint32_t vip);
 
-/* Egress: `n` frames read from vNIC `vnic_id` at `now_ns`.  Sets each
- * packet's verdict; packets sent to the underlay are encapsulated in
- * place (data then starts at the outer IPv4 header). */
+/* Egress: `n` frames read from vNIC `vnic_id` at `now_ns`, each with the
+ * virtio-net header it came with in p->vnet.  Sets each packet's verdict
+ * and p->off; a packet for the underlay stays an inner frame (the caller
+ * encapsulates it for verdict.vni and verdict.dst_vtep). */
 void jk_dp_egress(struct jk_dp *dp, uint16_t vnic_id, struct jk_pkt **pkts, unsigned n, uint64_t now_ns);
 
-/* Ingress: `n` packets from the underlay socket, data at the VxLAN header
- * and p->rx holding the outer source and ToS.  Delivered packets are
- * decapsulated in place (data then starts at the inner Ethernet header). */
+/* Ingress: `n` packets from the underlay socket (one datagram each, or a
+ * super-frame jk_gro_split() made), data at the VxLAN header and p->rx
+ * holding the outer source and ToS.  Delivered packets are decapsulated
+ * in place (data then starts at the inner Ethernet header). */
 void jk_dp_ingress(struct jk_dp *dp, struct jk_pkt **pkts, unsigned n, uint64_t now_ns);
+
+/* Counts n drops the caller made (a full output queue: JK_DROP_TX_FULL)
+ * globally and against vNIC vnic_id (JK_VNIC_NONE: globally only). */
+void jk_dp_count_drops(struct jk_dp *dp, uint16_t vnic_id, enum jk_drop why, uint64_t n);
 
 /* Hands back up to `max` packets the DHTB held whose turn has come (or
  * that belonged to a deleted vNIC), each with its final verdict (to a

@@ -34,7 +34,6 @@ struct jk_nft_entry {
 	uint8_t  cls;                /* enum jk_class */
 	uint8_t  is_local;
 	uint32_t dst_vtep;           /* !is_local, host order */
-	struct jk_vxlan_tmpl tmpl;   /* !is_local */
 };
 
 struct jk_nft {

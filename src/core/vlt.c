@@ -105,7 +105,6 @@ int jk_vlt_set_remote(struct jk_vlt *v, uint32_t vni, uint32_t vip, const uint8_
 	e.key.vip = vip;
 	memcpy(e.mac, mac, JK_ETH_ALEN);
 	e.vtep = vtep;
-	jk_vxlan_tmpl_init(&e.tmpl, v->local_vtep, vtep, vni);
 	return vlt_set(v, &e);
 }
 

@@ -3,8 +3,7 @@
  *
  * Written by the control plane only.  Every change bumps `gen`; actions
  * cached elsewhere (the NFT) carry the generation they were built from and
- * are rebuilt when it differs.  Remote entries hold a prebuilt VxLAN
- * template.  A second table counts, per (VNI, VTEP), the entries located
+ * are rebuilt when it differs.  A second table counts, per (VNI, VTEP), the entries located
  * there: it answers "is this VNI served here" and "does this VTEP serve
  * this VNI" on ingress.
  */
@@ -30,7 +29,6 @@ struct jk_vlt_entry {
 	uint8_t pad;
 	uint16_t vnic_id;
 	uint32_t vtep;           /* host order; this host's VTEP for local entries */
-	struct jk_vxlan_tmpl tmpl;   /* remote entries: encap towards vtep */
 };
 
 struct jk_vlt {

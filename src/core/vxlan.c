@@ -1,4 +1,4 @@
-/* vxlan.c — VxLAN templates, encap, RFC 6040 ECN and the source port hash. */
+/* vxlan.c — the VxLAN header, RFC 6040 ECN and the source port hash. */
 #include "core/vxlan.h"
 
 #include <string.h>
@@ -6,21 +6,11 @@
 #include "core/csum.h"
 #include "core/hash.h"
 
-void jk_vxlan_tmpl_init(struct jk_vxlan_tmpl *t, uint32_t src_vtep, uint32_t dst_vtep, uint32_t vni)
+void jk_vxlan_hdr_init(struct jk_vxlan_hdr *h, uint32_t vni)
 {
-	struct jk_ipv4_vxlan_hdr *h = &t->hdr;
-
-	memset(t, 0, sizeof(*t));
-	h->ip.ver_ihl = 0x45;
-	h->ip.frag_off = jk_put16(JK_IP_DF);
-	h->ip.ttl = JK_VXLAN_TTL;
-	h->ip.proto = JK_IPPROTO_UDP;
-	h->ip.saddr = jk_put32(src_vtep);
-	h->ip.daddr = jk_put32(dst_vtep);
-	h->udp.dport = jk_put16(JK_UDP_PORT_VXLAN);
-	h->vxlan.flags = JK_VXLAN_FLAG_I;
-	h->vxlan.vni_rsvd = jk_put32(vni << 8);
-	t->csum_base = jk_csum_partial((const uint8_t *)&h->ip + 4, sizeof(h->ip) - 4, 0);
+	memset(h, 0, sizeof(*h));
+	h->flags = JK_VXLAN_FLAG_I;
+	h->vni_rsvd = jk_put32(vni << 8);
 }
 
 uint16_t jk_vxlan_sport(const struct jk_pkt_meta *m)
@@ -30,24 +20,6 @@ uint16_t jk_vxlan_sport(const struct jk_pkt_meta *m)
 	uint32_t h = jk_hash_words(words, 5, 0x6a616b69u);
 
 	return (uint16_t)(JK_VXLAN_SPORT_MIN + (h % JK_VXLAN_SPORT_RANGE));
-}
-
-uint8_t *jk_vxlan_encap(uint8_t *inner, uint32_t len, const struct jk_vxlan_tmpl *t,
-			uint16_t sport, uint8_t inner_tos)
-{
-	struct jk_ipv4_vxlan_hdr *h = (void *)(inner - sizeof(*h));
-	uint32_t tot = len + sizeof(*h);
-	uint8_t tos = (uint8_t)((inner_tos & ~JK_ECN_MASK) | jk_ecn_encap(inner_tos));
-
-	memcpy(h, &t->hdr, sizeof(*h));
-	h->ip.tos = tos;
-	h->ip.tot_len = jk_put16((uint16_t)tot);
-	h->udp.sport = jk_put16(sport);
-	h->udp.len = jk_put16((uint16_t)(tot - sizeof(h->ip)));
-	/* The template's sum covers bytes 4..19 of the IPv4 header (checksum
-	 * zero); add the first word pair, which holds ToS and total length. */
-	h->ip.csum.raw = jk_csum_fold(jk_csum_partial(&h->ip, 4, t->csum_base));
-	return (uint8_t *)h;
 }
 
 /* RFC 6040 Figure 4, rows inner ECN, columns outer ECN; -1 = drop. */

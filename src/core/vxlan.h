@@ -1,10 +1,11 @@
-/* vxlan.h — VxLAN encapsulation from prebuilt templates, decapsulation,
- * ECN propagation per RFC 6040, and the outer source port hash.
+/* vxlan.h — the VxLAN header, the outer ToS (RFC 6040 ECN), decapsulation
+ * ECN, and the outer source port hash.
  *
- * A template holds the outer IPv4 + UDP + VxLAN headers towards one remote
- * VTEP for one VNI; per packet only the lengths, the IPv4 checksum, the UDP
- * source port and the outer ECN field change.  The outer UDP checksum is
- * zero (RFC 7348 §5).  Nothing here allocates or keeps state.
+ * The underlay sends VxLAN as UDP datagrams through the kernel (UDP GSO),
+ * so the outer IPv4 and UDP headers are the kernel's: the datapath decides
+ * their destination (the VTEP), the ToS and, through the hash, which of the
+ * underlay's source ports a flow leaves from (docs/datapath.md).  Nothing
+ * here allocates or keeps state.
  */
 #ifndef JK_VXLAN_H
 #define JK_VXLAN_H
@@ -18,14 +19,6 @@
 #define JK_VXLAN_SPORT_MIN    49152   /* outer source ports: the dynamic range */
 #define JK_VXLAN_SPORT_RANGE  16384
 
-struct jk_vxlan_tmpl {
-	struct jk_ipv4_vxlan_hdr hdr;
-	uint32_t csum_base;   /* partial sum of IPv4 header bytes 4..19 */
-};
-
-/* Builds the template for (src VTEP, dst VTEP, VNI), addresses host order. */
-void jk_vxlan_tmpl_init(struct jk_vxlan_tmpl *t, uint32_t src_vtep, uint32_t dst_vtep, uint32_t vni);
-
 /* Outer UDP source port for a parsed inner frame: a hash of the inner
  * 5-tuple (and for RoCEv2 the destination QPN) folded into the dynamic
  * port range, so one flow keeps one path and QPs spread over paths. */
@@ -35,17 +28,21 @@ uint16_t jk_vxlan_sport(const struct jk_pkt_meta *inner);
  * the inner ECN field. */
 static inline uint8_t jk_ecn_encap(uint8_t inner_tos) { return inner_tos & JK_ECN_MASK; }
 
+/* The outer ToS of a packet leaving with inner ToS `inner_tos`: the inner
+ * ECN field (RFC 6040), and the DSCP the host's policy gives (`dscp`),
+ * never the tenant's own: a tenant does not pick the fabric's class. */
+static inline uint8_t jk_vxlan_outer_tos(uint8_t inner_tos, uint8_t dscp)
+{
+	return (uint8_t)(dscp << 2 | jk_ecn_encap(inner_tos));
+}
+
+/* Writes the VxLAN header (I flag, VNI). */
+void jk_vxlan_hdr_init(struct jk_vxlan_hdr *h, uint32_t vni);
+
 /* RFC 6040 §4.2 decapsulation.  Returns the inner ECN field to write, or
  * -1 when the packet must be dropped (outer CE over inner Not-ECT).
  * *alarm is set for the combinations the RFC marks "(!!!)". */
 int jk_ecn_decap(uint8_t inner_ecn, uint8_t outer_ecn, int *alarm);
-
-/* Prepends the template's outer headers in front of the `len`-byte inner
- * frame at `inner` (there must be 36 bytes of headroom before it) and
- * fixes lengths, checksum, source port and outer ToS (the inner DSCP and,
- * per RFC 6040, the inner ECN).  Returns the start of the outer header. */
-uint8_t *jk_vxlan_encap(uint8_t *inner, uint32_t len, const struct jk_vxlan_tmpl *t,
-			uint16_t sport, uint8_t inner_tos);
 
 /* Sets the ECN field of the IPv4 header at `ip` and fixes its checksum. */
 void jk_ipv4_set_ecn(uint8_t *ip, uint8_t ecn);

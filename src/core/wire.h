@@ -117,6 +117,37 @@ struct jk_icmp_hdr {
 } __attribute__((packed));
 _Static_assert(sizeof(struct jk_icmp_hdr) == 8, "ICMP header is 8 bytes");
 
+/* The virtio-net header in front of each frame on a TAP (IFF_VNET_HDR)
+ * or an AF_PACKET socket (PACKET_VNET_HDR): how the frame's checksum and
+ * segmentation are offloaded.  Fields are in host order (TUN and AF_PACKET
+ * use the host's byte order on this little-endian target).  It is tenant
+ * input: offload.c validates every field. */
+#define JK_VNET_F_NEEDS_CSUM  0x01   /* L4 checksum to complete at csum_start + csum_offset */
+#define JK_VNET_F_DATA_VALID  0x02   /* checksums already verified */
+#define JK_VNET_GSO_NONE      0
+#define JK_VNET_GSO_TCPV4     1
+#define JK_VNET_GSO_UDP_L4    5      /* USO: UDP segmentation, Linux >= 6.2 on TUN */
+#define JK_VNET_GSO_ECN       0x80   /* TCP: CWR is set; only the first segment carries it */
+
+struct jk_vnet_hdr {
+	uint8_t  flags;
+	uint8_t  gso_type;
+	uint16_t hdr_len;      /* Ethernet + IP + L4 header bytes (a hint) */
+	uint16_t gso_size;     /* L4 payload bytes per segment */
+	uint16_t csum_start;   /* from the frame start */
+	uint16_t csum_offset;  /* from csum_start to the checksum field */
+} __attribute__((packed));
+_Static_assert(sizeof(struct jk_vnet_hdr) == 10, "virtio_net_hdr is 10 bytes");
+
+#define JK_TCP_FIN 0x01
+#define JK_TCP_SYN 0x02
+#define JK_TCP_RST 0x04
+#define JK_TCP_PSH 0x08
+#define JK_TCP_ACK 0x10
+#define JK_TCP_URG 0x20
+#define JK_TCP_ECE 0x40
+#define JK_TCP_CWR 0x80
+
 #define JK_VXLAN_FLAG_I 0x08
 
 /* VxLAN (RFC 7348): flags, 24 reserved bits, VNI << 8 | reserved. */

@@ -31,7 +31,7 @@ struct jk_vpc_conf {
 	uint8_t prefix_len;
 };
 
-/* DHTB settings of a vNIC (DESIGN.md §6); rate 0 = unlimited. */
+/* DHTB settings of a vNIC (docs/dhtb.md); rate 0 = unlimited. */
 struct jk_shape_conf {
 	uint64_t rate_bps;
 	uint64_t burst_bytes;    /* 0 = default */

@@ -85,38 +85,62 @@ static void pool_put(struct jakirod *d, struct jk_pkt *p)
 
 /* ---- the packet loop ---------------------------------------------------- */
 
-/* Sends each packet where its verdict says and returns the buffers. */
+/* Queues a packet for its output port; the queues are flushed once per
+ * dispatch, each port in one call. */
+static void out_push(struct jakirod *d, struct jk_outq *q, struct jk_pkt *p)
+{
+	if (q->n == 0)
+		d->pending[d->n_pending++] = q;
+	q->pkts[q->n++] = p;
+}
+
+/* Sends one port's queue; what the port did not take is a tx_full drop of
+ * the vNIC it was for (or came from, for the underlay). */
+static void out_flush(struct jakirod *d, struct jk_outq *q)
+{
+	unsigned sent;
+
+	if (q == &d->under_q) {
+		sent = jk_underlay_send(&d->underlay, q->pkts, q->n);
+		if (sent < q->n)
+			for (unsigned i = 0; i < q->n; i++)
+				if (q->pkts[i]->verdict.action == JK_ACT_DROP)
+					jk_dp_count_drops(d->dp, q->pkts[i]->verdict.in_vnic, JK_DROP_TX_FULL, 1);
+	} else {
+		uint16_t id = (uint16_t)(q - d->vnic_q);
+
+		sent = d->vnics[id].used ? jk_port_send(&d->vnics[id].port, q->pkts, q->n) : 0;
+		jk_dp_count_drops(d->dp, id, d->vnics[id].used ? JK_DROP_TX_FULL : JK_DROP_VNIC_DOWN, q->n - sent);
+	}
+	for (unsigned i = 0; i < q->n; i++)
+		pool_put(d, q->pkts[i]);
+	q->n = 0;
+}
+
+/* Sends each packet where its verdict says and returns the buffers (the
+ * DHTB keeps the held ones).  n <= JK_DISPATCH_MAX. */
 static void dispatch(struct jakirod *d, struct jk_pkt **pkts, unsigned n)
 {
-	struct jk_pkt *under[JK_BATCH], *out[JK_BATCH];
-	unsigned n_under = 0;
-	bool done[JK_BATCH] = { false };
-
-	for (unsigned i = 0; i < n; i++)
-		if (pkts[i]->verdict.action == JK_ACT_TO_UNDERLAY)
-			under[n_under++] = pkts[i];
-	if (n_under)
-		d->dp->cnt.drops[JK_DROP_TX_FULL] += n_under - jk_underlay_send(&d->underlay, under, n_under);
-
-	/* Frames for vNICs, grouped by destination to write in bursts. */
 	for (unsigned i = 0; i < n; i++) {
-		uint16_t vid;
-		unsigned n_out = 0;
+		struct jk_pkt *p = pkts[i];
 
-		if (done[i] || pkts[i]->verdict.action != JK_ACT_TO_VNIC)
-			continue;
-		vid = pkts[i]->verdict.out_vnic;
-		for (unsigned j = i; j < n; j++)
-			if (!done[j] && pkts[j]->verdict.action == JK_ACT_TO_VNIC && pkts[j]->verdict.out_vnic == vid) {
-				out[n_out++] = pkts[j];
-				done[j] = true;
-			}
-		if (d->vnics[vid].used)
-			d->dp->cnt.drops[JK_DROP_TX_FULL] += n_out - jk_port_send(&d->vnics[vid].port, out, n_out);
+		switch (p->verdict.action) {
+		case JK_ACT_TO_UNDERLAY:
+			out_push(d, &d->under_q, p);
+			break;
+		case JK_ACT_TO_VNIC:
+			out_push(d, &d->vnic_q[p->verdict.out_vnic], p);
+			break;
+		case JK_ACT_HELD:
+			break;
+		default:
+			pool_put(d, p);
+			break;
+		}
 	}
-	for (unsigned i = 0; i < n; i++)
-		if (pkts[i]->verdict.action != JK_ACT_HELD)
-			pool_put(d, pkts[i]);
+	for (unsigned i = 0; i < d->n_pending; i++)
+		out_flush(d, d->pending[i]);
+	d->n_pending = 0;
 }
 
 /* Sends what the DHTB queues release now, and arms the shaper timer for
@@ -160,18 +184,34 @@ static void on_vnic(struct jakirod *d, uint16_t id)
 	release_held(d);
 }
 
+/* Reads from the underlay; each read (a UDP_GRO buffer of datagrams) is
+ * coalesced into super-frames where it can be, then goes through the
+ * datapath. */
 static void on_underlay(struct jakirod *d)
 {
-	struct jk_pkt *pkts[JK_BATCH];
-	unsigned n = pool_get(d, pkts, JK_BATCH), got;
+	struct jk_pkt *reads[JK_UNDERLAY_READS];
+	unsigned n = pool_get(d, reads, JK_UNDERLAY_READS), got;
+	uint64_t now;
 
-	got = jk_underlay_recv(&d->underlay, pkts, n);
+	got = jk_underlay_recv(&d->underlay, reads, n);
 	for (unsigned i = got; i < n; i++)
-		pool_put(d, pkts[i]);
-	if (got) {
-		jk_dp_ingress(d->dp, pkts, got, jk_now_ns());
-		dispatch(d, pkts, got);
+		pool_put(d, reads[i]);
+	now = jk_now_ns();
+	for (unsigned i = 0; i < got; i++) {
+		struct jk_pkt *spare[JK_GRO_SPARES], *units[1 + JK_GRO_SPARES];
+		unsigned n_spare = 0, n_units, used;
+
+		if (reads[i]->rx.seg_size)
+			n_spare = pool_get(d, spare, JK_GRO_SPARES);
+		n_units = jk_gro_split(reads[i], spare, n_spare, units, &d->gro);
+		used = n_units - 1;
+		for (unsigned k = used; k < n_spare; k++)
+			pool_put(d, spare[k]);
+		jk_dp_ingress(d->dp, units, n_units, now);
+		dispatch(d, units, n_units);
 	}
+	jk_dp_count_drops(d->dp, JK_VNIC_NONE, JK_DROP_NO_BUFFER, d->gro.no_buffer - d->gro_no_buffer_counted);
+	d->gro_no_buffer_counted = d->gro.no_buffer;
 	release_held(d);
 }
 

@@ -11,12 +11,24 @@
 #include <stdbool.h>
 
 #include "core/dp.h"
+#include "core/gro.h"
 #include "daemon/conf.h"
 #include "daemon/port.h"
 #include "daemon/underlay.h"
 
 #define JK_BATCH     32         /* packets per read / write burst */
-#define JK_POOL_PKTS 4096   /* room for the DHTB queues */
+#define JK_POOL_PKTS 4096       /* room for the DHTB queues */
+#define JK_UNDERLAY_READS 8     /* underlay reads per wake-up (each up to 64 KiB) */
+#define JK_GRO_SPARES 64        /* buffers one read may split into, besides its own */
+#define JK_DISPATCH_MAX (1 + JK_GRO_SPARES)   /* packets one dispatch() handles at most */
+
+_Static_assert(JK_BATCH <= JK_DISPATCH_MAX, "a vNIC batch fits one dispatch");
+
+/* Packets bound for one output port during a dispatch. */
+struct jk_outq {
+	struct jk_pkt *pkts[JK_DISPATCH_MAX];
+	unsigned n;
+};
 
 /* A vNIC as the daemon runs it: its settings and its open backend,
  * indexed like the datapath's vNICs. */
@@ -34,6 +46,11 @@ struct jakirod {
 	int epfd, ctl_fd, timer_fd, shaper_fd;
 	struct jk_pkt *pool;        /* JK_POOL_PKTS buffers */
 	struct jk_pkt *free_list;
+	struct jk_outq vnic_q[JK_MAX_VNICS], under_q;   /* output of the current dispatch */
+	struct jk_outq *pending[JK_MAX_VNICS + 1];      /* the non-empty ones */
+	unsigned n_pending;
+	struct jk_gro_stats gro;
+	uint64_t gro_no_buffer_counted;
 	uint64_t started_ns;
 	volatile bool stop;
 };

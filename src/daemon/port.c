@@ -1,4 +1,4 @@
-/* port.c — TAP and AF_PACKET vNIC backends. */
+/* port.c — TAP and AF_PACKET vNIC backends, with virtio-net headers. */
 #include "daemon/port.h"
 
 #include <arpa/inet.h>
@@ -12,13 +12,24 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
-#include "daemon/mmsg.h"
+#include "core/offload.h"
 #include "daemon/nl.h"
 
 #define PORT_SNDBUF (4 << 20)
-#define PORT_RCVBUF (4 << 20)
+#define PORT_RCVBUF (8 << 20)
+
+#ifndef TUN_F_USO4
+#define TUN_F_USO4 0x20     /* Linux >= 6.2; older uapi headers lack it */
+#endif
+
+/* What jakirod accepts from a TAP: partial checksums, TSO (with ECN) and,
+ * where the kernel has it, USO.  The tenant's device then offers the same
+ * offloads to its stack. */
+#define TAP_OFFLOADS      (TUN_F_CSUM | TUN_F_TSO4 | TUN_F_TSO_ECN)
+#define TAP_OFFLOADS_USO  (TAP_OFFLOADS | TUN_F_USO4)
 
 struct tenant_setup {
 	const struct jk_vnic_conf *v;
@@ -39,7 +50,7 @@ static int tenant_setup(void *arg)
 	return r;
 }
 
-static int open_tap(struct jk_port *p, const struct jk_vnic_conf *v, uint8_t prefix_len, char *err, size_t errlen)
+static int tap_open(struct jk_port *p, const struct jk_vnic_conf *v, uint8_t prefix_len, char *err, size_t errlen)
 {
 	struct tenant_setup s = { .v = v, .cur_name = v->ifname, .prefix_len = prefix_len };
 	struct ifreq ifr;
@@ -59,11 +70,18 @@ static int open_tap(struct jk_port *p, const struct jk_vnic_conf *v, uint8_t pre
 		goto fail;
 	}
 	memset(&ifr, 0, sizeof(ifr));
-	ifr.ifr_flags = IFF_TAP | IFF_NO_PI;
+	ifr.ifr_flags = IFF_TAP | IFF_NO_PI | IFF_VNET_HDR;
 	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", v->ifname);
 	if (ioctl(fd, TUNSETIFF, &ifr) < 0) {
 		r = -errno;
 		snprintf(err, errlen, "ifname: cannot create TAP \"%s\": %s", v->ifname, strerror(errno));
+		goto fail;
+	}
+	if (ioctl(fd, TUNSETVNETHDRSZ, &(int){ sizeof(struct jk_vnet_hdr) }) < 0 ||
+	    (ioctl(fd, TUNSETOFFLOAD, (unsigned long)TAP_OFFLOADS_USO) < 0 &&
+	     ioctl(fd, TUNSETOFFLOAD, (unsigned long)TAP_OFFLOADS) < 0)) {
+		r = -errno;
+		snprintf(err, errlen, "backend: TAP \"%s\": offloads: %s", v->ifname, strerror(errno));
 		goto fail;
 	}
 	if (ns >= 0) {
@@ -94,7 +112,8 @@ fail:
 	return r;
 }
 
-static int open_afpacket(struct jk_port *p, const struct jk_vnic_conf *v, char *err, size_t errlen)
+static int afpacket_open(struct jk_port *p, const struct jk_vnic_conf *v, uint8_t prefix_len, char *err,
+			 size_t errlen)
 {
 	struct sockaddr_ll sll;
 	int one = 1, size;
@@ -119,7 +138,8 @@ static int open_afpacket(struct jk_port *p, const struct jk_vnic_conf *v, char *
 	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, sizeof(size));
 	size = PORT_SNDBUF;
 	setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, sizeof(size));
-	if (setsockopt(fd, SOL_PACKET, PACKET_IGNORE_OUTGOING, &one, sizeof(one)) < 0 ||
+	if (setsockopt(fd, SOL_PACKET, PACKET_VNET_HDR, &one, sizeof(one)) < 0 ||
+	    setsockopt(fd, SOL_PACKET, PACKET_IGNORE_OUTGOING, &one, sizeof(one)) < 0 ||
 	    bind(fd, (struct sockaddr *)&sll, sizeof(sll)) < 0) {
 		r = -errno;
 		snprintf(err, errlen, "ifname: cannot attach to \"%s\": %s", v->ifname, strerror(errno));
@@ -130,15 +150,123 @@ static int open_afpacket(struct jk_port *p, const struct jk_vnic_conf *v, char *
 	return 0;
 }
 
+/* A frame's two parts on the wire of a port: its virtio-net header, then
+ * the frame. */
+static void vnet_iov(struct iovec iov[2], struct jk_pkt *p, bool for_recv)
+{
+	iov[0].iov_base = &p->vnet;
+	iov[0].iov_len = sizeof(p->vnet);
+	iov[1].iov_base = p->data;
+	iov[1].iov_len = for_recv ? JK_PKT_DATA_MAX : p->len;
+}
+
+/* A TAP reads and writes one frame per call. */
+static unsigned tap_recv(struct jk_port *p, struct jk_pkt **pkts, unsigned n)
+{
+	unsigned got = 0;
+
+	while (got < n) {
+		struct iovec iov[2];
+		ssize_t r;
+
+		jk_pkt_reset(pkts[got], 0);
+		vnet_iov(iov, pkts[got], true);
+		r = readv(p->fd, iov, 2);
+		if (r < (ssize_t)sizeof(struct jk_vnet_hdr)) {
+			if (r < 0 && errno != EAGAIN && errno != EINTR)
+				p->rx_errors++;
+			if (r < 0)
+				break;
+			continue;        /* shorter than its header: nothing to carry */
+		}
+		pkts[got++]->len = (uint32_t)(r - (ssize_t)sizeof(struct jk_vnet_hdr));
+	}
+	return got;
+}
+
+static unsigned tap_send(struct jk_port *p, struct jk_pkt **pkts, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++) {
+		struct iovec iov[2];
+
+		jk_offload_export(pkts[i], &pkts[i]->vnet);
+		vnet_iov(iov, pkts[i], false);
+		if (writev(p->fd, iov, 2) != (ssize_t)(sizeof(struct jk_vnet_hdr) + pkts[i]->len)) {
+			p->tx_errors++;
+			return i;
+		}
+	}
+	return n;
+}
+
+static unsigned afpacket_recv(struct jk_port *p, struct jk_pkt **pkts, unsigned n)
+{
+	struct mmsghdr msgs[n];
+	struct iovec iov[n][2];
+	int r;
+
+	memset(msgs, 0, sizeof(msgs));
+	for (unsigned i = 0; i < n; i++) {
+		jk_pkt_reset(pkts[i], 0);
+		vnet_iov(iov[i], pkts[i], true);
+		msgs[i].msg_hdr.msg_iov = iov[i];
+		msgs[i].msg_hdr.msg_iovlen = 2;
+	}
+	r = recvmmsg(p->fd, msgs, n, MSG_DONTWAIT, NULL);
+	if (r < 0) {
+		if (errno != EAGAIN && errno != EINTR)
+			p->rx_errors++;
+		return 0;
+	}
+	for (int i = 0; i < r; i++) {
+		uint32_t len = msgs[i].msg_len;
+
+		/* Truncated (larger than our buffers): make it fail parsing as
+		 * truncated rather than pass cut. */
+		if ((msgs[i].msg_hdr.msg_flags & MSG_TRUNC) || len < sizeof(struct jk_vnet_hdr))
+			len = sizeof(struct jk_vnet_hdr);
+		pkts[i]->len = len - (uint32_t)sizeof(struct jk_vnet_hdr);
+	}
+	return (unsigned)r;
+}
+
+static unsigned afpacket_send(struct jk_port *p, struct jk_pkt **pkts, unsigned n)
+{
+	struct mmsghdr msgs[n];
+	struct iovec iov[n][2];
+	unsigned sent = 0;
+
+	memset(msgs, 0, sizeof(msgs));
+	for (unsigned i = 0; i < n; i++) {
+		jk_offload_export(pkts[i], &pkts[i]->vnet);
+		vnet_iov(iov[i], pkts[i], false);
+		msgs[i].msg_hdr.msg_iov = iov[i];
+		msgs[i].msg_hdr.msg_iovlen = 2;
+	}
+	while (sent < n) {
+		int r = sendmmsg(p->fd, msgs + sent, n - sent, MSG_DONTWAIT);
+
+		if (r <= 0) {
+			p->tx_errors++;
+			break;
+		}
+		sent += (unsigned)r;
+	}
+	return sent;
+}
+
+static const struct jk_port_ops port_ops[] = {
+	[JK_BACKEND_TAP] = { "tap", tap_open, tap_recv, tap_send },
+	[JK_BACKEND_AFPACKET] = { "afpacket", afpacket_open, afpacket_recv, afpacket_send },
+};
+
 int jk_port_open(struct jk_port *p, const struct jk_vnic_conf *v, uint8_t prefix_len, char *err, size_t errlen)
 {
 	memset(p, 0, sizeof(*p));
 	p->fd = -1;
-	p->kind = v->backend;
+	p->ops = &port_ops[v->backend];
 	snprintf(p->ifname, sizeof(p->ifname), "%s", v->ifname);
-	if (v->backend == JK_BACKEND_TAP)
-		return open_tap(p, v, prefix_len, err, errlen);
-	return open_afpacket(p, v, err, errlen);
+	return p->ops->open(p, v, prefix_len, err, errlen);
 }
 
 void jk_port_close(struct jk_port *p)
@@ -146,76 +274,4 @@ void jk_port_close(struct jk_port *p)
 	if (p->fd >= 0)
 		close(p->fd);
 	p->fd = -1;
-}
-
-unsigned jk_port_recv(struct jk_port *p, struct jk_pkt **pkts, unsigned n)
-{
-	if (n == 0)            /* nothing to move; and no zero-length arrays below */
-		return 0;
-
-	struct mmsghdr msgs[n];
-	struct iovec iov[n];
-	unsigned got = 0;
-
-	if (p->kind == JK_BACKEND_TAP) {
-		/* A TAP fd reads one frame per read(). */
-		while (got < n) {
-			ssize_t r;
-
-			jk_pkt_reset(pkts[got], 0);
-			r = read(p->fd, pkts[got]->data, JK_PKT_DATA_MAX);
-			if (r <= 0) {
-				if (r < 0 && errno != EAGAIN && errno != EINTR)
-					p->rx_errors++;
-				break;
-			}
-			pkts[got++]->len = (uint32_t)r;
-		}
-		return got;
-	}
-	jk_mmsg_fill(msgs, iov, pkts, n, true);
-	int r = recvmmsg(p->fd, msgs, n, MSG_DONTWAIT, NULL);
-
-	if (r < 0) {
-		if (errno != EAGAIN && errno != EINTR)
-			p->rx_errors++;
-		return 0;
-	}
-	for (int i = 0; i < r; i++) {
-		/* Truncated (larger than our buffers): make it fail parsing as
-		 * oversize rather than pass cut. */
-		pkts[i]->len = (msgs[i].msg_hdr.msg_flags & MSG_TRUNC) ? 0 : msgs[i].msg_len;
-	}
-	return (unsigned)r;
-}
-
-unsigned jk_port_send(struct jk_port *p, struct jk_pkt **pkts, unsigned n)
-{
-	if (n == 0)            /* nothing to move; and no zero-length arrays below */
-		return 0;
-
-	struct mmsghdr msgs[n];
-	struct iovec iov[n];
-	unsigned sent = 0;
-
-	if (p->kind == JK_BACKEND_TAP) {
-		for (unsigned i = 0; i < n; i++) {
-			if (write(p->fd, pkts[i]->data, pkts[i]->len) == (ssize_t)pkts[i]->len)
-				sent++;
-			else
-				p->tx_errors++;
-		}
-		return sent;
-	}
-	jk_mmsg_fill(msgs, iov, pkts, n, false);
-	while (sent < n) {
-		int r = sendmmsg(p->fd, msgs + sent, n - sent, MSG_DONTWAIT);
-
-		if (r <= 0) {
-			p->tx_errors += n - sent;
-			break;
-		}
-		sent += (unsigned)r;
-	}
-	return sent;
 }

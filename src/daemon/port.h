@@ -2,7 +2,14 @@
  * tenant's namespace), or an existing netdev jakirod attaches to with an
  * AF_PACKET socket (a veth end, or the TAP QEMU made for a VM).
  *
- * recv/send move up to `n` packets per call; they never block.
+ * Both speak virtio-net headers (TAP: IFF_VNET_HDR + TUNSETOFFLOAD;
+ * AF_PACKET: PACKET_VNET_HDR), so tenants keep their default offloads:
+ * a frame read may be a 64 KiB TSO/USO super-frame or carry a partial
+ * checksum (its header lands in pkt->vnet, for the core to check), and a
+ * frame written carries the header jk_offload_export() makes.
+ *
+ * A backend is a row of operations (struct jk_port_ops); recv/send move
+ * up to `n` packets per call and never block.
  */
 #ifndef JK_PORT_H
 #define JK_PORT_H
@@ -12,8 +19,21 @@
 #include "core/pkt.h"
 #include "daemon/conf.h"
 
+struct jk_port;
+
+struct jk_port_ops {
+	const char *name;
+	/* 0, or -errno with a message in err naming the field. */
+	int (*open)(struct jk_port *p, const struct jk_vnic_conf *v, uint8_t prefix_len, char *err, size_t errlen);
+	/* Reads up to n frames into pkts (each reset first).  Count read. */
+	unsigned (*recv)(struct jk_port *p, struct jk_pkt **pkts, unsigned n);
+	/* Writes n parsed frames; returns how many were accepted: the first
+	 * ones, in order. */
+	unsigned (*send)(struct jk_port *p, struct jk_pkt **pkts, unsigned n);
+};
+
 struct jk_port {
-	enum jk_backend kind;
+	const struct jk_port_ops *ops;
 	int fd;                    /* -1 when closed */
 	char ifname[JK_IFNAME_MAX];
 	uint64_t rx_errors, tx_errors;
@@ -24,9 +44,14 @@ struct jk_port {
 int jk_port_open(struct jk_port *p, const struct jk_vnic_conf *v, uint8_t prefix_len, char *err, size_t errlen);
 void jk_port_close(struct jk_port *p);
 
-/* Reads up to n frames into pkts (each reset first).  Count read. */
-unsigned jk_port_recv(struct jk_port *p, struct jk_pkt **pkts, unsigned n);
-/* Writes n frames; returns how many were accepted. */
-unsigned jk_port_send(struct jk_port *p, struct jk_pkt **pkts, unsigned n);
+static inline unsigned jk_port_recv(struct jk_port *p, struct jk_pkt **pkts, unsigned n)
+{
+	return n ? p->ops->recv(p, pkts, n) : 0;
+}
+
+static inline unsigned jk_port_send(struct jk_port *p, struct jk_pkt **pkts, unsigned n)
+{
+	return n ? p->ops->send(p, pkts, n) : 0;
+}
 
 #endif

@@ -1,47 +1,89 @@
-/* underlay.c — VxLAN over a UDP receive socket and a raw send socket. */
+/* underlay.c — VxLAN over UDP sockets with GRO on receive and GSO on send. */
 #include "daemon/underlay.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <netinet/udp.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "core/gso.h"
+#include "core/vxlan.h"
 #include "core/wire.h"
-#include "daemon/mmsg.h"
 
-#define UNDERLAY_BUF (8 << 20)
+#ifndef UDP_SEGMENT
+#define UDP_SEGMENT 103
+#endif
+#ifndef UDP_GRO
+#define UDP_GRO 104
+#endif
 
-int jk_underlay_open(struct jk_underlay *u, uint32_t vtep, char *err, size_t errlen)
+#define UNDERLAY_BUF    (8 << 20)
+#define GSO_SEGS_MAX    64                 /* the kernel's limit per UDP_SEGMENT send */
+#define UDP_PAYLOAD_MAX (65535 - 20 - 8)   /* one (GSO) datagram's payload */
+#define SEG_HDR_ROOM    (sizeof(struct jk_vxlan_hdr) + JK_GSO_HDR_MAX)
+#define SCRATCH_SEGS    (65536 / JK_GSO_SIZE_MIN)
+
+static int udp_socket(uint32_t addr, uint16_t port, char *err, size_t errlen)
 {
-	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons(JK_UDP_PORT_VXLAN),
-				   .sin_addr.s_addr = htonl(vtep) };
-	int one = 1, size = UNDERLAY_BUF;
+	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons(port), .sin_addr.s_addr = htonl(addr) };
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0), size = UNDERLAY_BUF;
+	int pmtu = IP_PMTUDISC_PROBE;          /* DF set, no PMTU cache: the fabric's MTU is configured */
 
-	memset(u, 0, sizeof(*u));
-	u->vtep = vtep;
-	u->rx_fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	u->tx_fd = socket(AF_INET, SOCK_RAW | SOCK_NONBLOCK | SOCK_CLOEXEC, IPPROTO_RAW);
-	if (u->rx_fd < 0 || u->tx_fd < 0) {
+	if (fd < 0) {
 		snprintf(err, errlen, "underlay: socket: %s", strerror(errno));
-		goto fail;
+		return -1;
 	}
-	setsockopt(u->rx_fd, SOL_SOCKET, SO_RCVBUF, &size, sizeof(size));
-	setsockopt(u->rx_fd, SOL_SOCKET, SO_RCVBUFFORCE, &size, sizeof(size));
-	setsockopt(u->tx_fd, SOL_SOCKET, SO_SNDBUF, &size, sizeof(size));
-	setsockopt(u->tx_fd, SOL_SOCKET, SO_SNDBUFFORCE, &size, sizeof(size));
-	if (setsockopt(u->rx_fd, IPPROTO_IP, IP_RECVTOS, &one, sizeof(one)) < 0) {
-		snprintf(err, errlen, "underlay: IP_RECVTOS: %s", strerror(errno));
-		goto fail;
-	}
-	if (bind(u->rx_fd, (struct sockaddr *)&sin, sizeof(sin)) < 0) {
+	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, sizeof(size));
+	setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &size, sizeof(size));
+	setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, sizeof(size));
+	setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &size, sizeof(size));
+	setsockopt(fd, IPPROTO_IP, IP_MTU_DISCOVER, &pmtu, sizeof(pmtu));
+	if (bind(fd, (struct sockaddr *)&sin, sizeof(sin)) < 0) {
 		char a[INET_ADDRSTRLEN];
 
 		inet_ntop(AF_INET, &sin.sin_addr, a, sizeof(a));
-		snprintf(err, errlen, "vtep: cannot bind %s:%d: %s", a, JK_UDP_PORT_VXLAN, strerror(errno));
+		snprintf(err, errlen, "vtep: cannot bind %s:%u: %s", a, port, strerror(errno));
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+int jk_underlay_open(struct jk_underlay *u, uint32_t vtep, char *err, size_t errlen)
+{
+	int one = 1;
+
+	memset(u, 0, sizeof(*u));
+	u->rx_fd = -1;
+	for (unsigned i = 0; i < JK_UNDERLAY_PORTS; i++)
+		u->tx_fd[i] = -1;
+	u->vtep = vtep;
+	u->scratch = malloc(SCRATCH_SEGS * SEG_HDR_ROOM);
+	if (!u->scratch) {
+		snprintf(err, errlen, "underlay: out of memory");
+		return -ENOMEM;
+	}
+	u->rx_fd = udp_socket(vtep, JK_UDP_PORT_VXLAN, err, errlen);
+	if (u->rx_fd < 0)
 		goto fail;
+	if (setsockopt(u->rx_fd, IPPROTO_IP, IP_RECVTOS, &one, sizeof(one)) < 0 ||
+	    setsockopt(u->rx_fd, IPPROTO_UDP, UDP_GRO, &one, sizeof(one)) < 0) {
+		snprintf(err, errlen, "underlay: IP_RECVTOS / UDP_GRO: %s", strerror(errno));
+		goto fail;
+	}
+	for (unsigned i = 0; i < JK_UNDERLAY_PORTS; i++) {
+		struct sockaddr_in sin;
+		socklen_t sl = sizeof(sin);
+
+		u->tx_fd[i] = udp_socket(vtep, 0, err, errlen);
+		if (u->tx_fd[i] < 0 || getsockname(u->tx_fd[i], (struct sockaddr *)&sin, &sl) < 0)
+			goto fail;
+		u->tx_port[i] = ntohs(sin.sin_port);
 	}
 	return 0;
 fail:
@@ -53,9 +95,14 @@ void jk_underlay_close(struct jk_underlay *u)
 {
 	if (u->rx_fd >= 0)
 		close(u->rx_fd);
-	if (u->tx_fd >= 0)
-		close(u->tx_fd);
-	u->rx_fd = u->tx_fd = -1;
+	u->rx_fd = -1;
+	for (unsigned i = 0; i < JK_UNDERLAY_PORTS; i++) {
+		if (u->tx_fd[i] >= 0)
+			close(u->tx_fd[i]);
+		u->tx_fd[i] = -1;
+	}
+	free(u->scratch);
+	u->scratch = NULL;
 }
 
 unsigned jk_underlay_recv(struct jk_underlay *u, struct jk_pkt **pkts, unsigned n)
@@ -66,11 +113,15 @@ unsigned jk_underlay_recv(struct jk_underlay *u, struct jk_pkt **pkts, unsigned 
 	struct mmsghdr msgs[n];
 	struct iovec iov[n];
 	struct sockaddr_in from[n];
-	char ctrl[n][CMSG_SPACE(sizeof(int))];
+	char ctrl[n][CMSG_SPACE(sizeof(int)) * 2];
 	int r;
 
-	jk_mmsg_fill(msgs, iov, pkts, n, true);
+	memset(msgs, 0, sizeof(msgs));
 	for (unsigned i = 0; i < n; i++) {
+		jk_pkt_reset(pkts[i], 0);
+		iov[i] = (struct iovec){ pkts[i]->data, JK_PKT_DATA_MAX };
+		msgs[i].msg_hdr.msg_iov = &iov[i];
+		msgs[i].msg_hdr.msg_iovlen = 1;
 		msgs[i].msg_hdr.msg_name = &from[i];
 		msgs[i].msg_hdr.msg_namelen = sizeof(from[i]);
 		msgs[i].msg_hdr.msg_control = ctrl[i];
@@ -93,40 +144,164 @@ unsigned jk_underlay_recv(struct jk_underlay *u, struct jk_pkt **pkts, unsigned 
 		}
 		p->rx.src_vtep = ntohl(from[i].sin_addr.s_addr);
 		p->rx.outer_tos = 0;
-		for (c = CMSG_FIRSTHDR(&msgs[i].msg_hdr); c; c = CMSG_NXTHDR(&msgs[i].msg_hdr, c))
-			if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_TOS)
+		p->rx.seg_size = 0;
+		for (c = CMSG_FIRSTHDR(&msgs[i].msg_hdr); c; c = CMSG_NXTHDR(&msgs[i].msg_hdr, c)) {
+			if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_TOS) {
 				p->rx.outer_tos = *(uint8_t *)CMSG_DATA(c);
+			} else if (c->cmsg_level == IPPROTO_UDP && c->cmsg_type == UDP_GRO) {
+				int size;
+
+				memcpy(&size, CMSG_DATA(c), sizeof(size));
+				if (size > 0 && (uint32_t)size < p->len)
+					p->rx.seg_size = (uint16_t)size;
+			}
+		}
 	}
 	return (unsigned)r;
 }
 
+/* One sendmsg's worth: where to, the ToS, and (GSO) the segment size. */
+struct send_ctl {
+	struct sockaddr_in to;
+	union {
+		char buf[CMSG_SPACE(sizeof(int)) + CMSG_SPACE(sizeof(uint16_t))];
+		struct cmsghdr align;
+	} c;
+};
+
+static void fill_msg(struct msghdr *m, struct send_ctl *sc, const struct jk_pkt *p, uint8_t tos,
+		     uint16_t gso_size, struct iovec *iov, size_t n_iov)
+{
+	struct cmsghdr *c;
+
+	memset(m, 0, sizeof(*m));
+	memset(&sc->c, 0, sizeof(sc->c));
+	sc->to = (struct sockaddr_in){ .sin_family = AF_INET, .sin_port = htons(JK_UDP_PORT_VXLAN),
+				       .sin_addr.s_addr = htonl(p->verdict.dst_vtep) };
+	m->msg_name = &sc->to;
+	m->msg_namelen = sizeof(sc->to);
+	m->msg_iov = iov;
+	m->msg_iovlen = n_iov;
+	m->msg_control = sc->c.buf;
+	m->msg_controllen = CMSG_SPACE(sizeof(int)) + (gso_size ? CMSG_SPACE(sizeof(uint16_t)) : 0);
+	c = CMSG_FIRSTHDR(m);
+	c->cmsg_level = IPPROTO_IP;
+	c->cmsg_type = IP_TOS;
+	c->cmsg_len = CMSG_LEN(sizeof(int));
+	*(int *)(void *)CMSG_DATA(c) = tos;
+	if (gso_size) {
+		c = CMSG_NXTHDR(m, c);
+		c->cmsg_level = IPPROTO_UDP;
+		c->cmsg_type = UDP_SEGMENT;
+		c->cmsg_len = CMSG_LEN(sizeof(uint16_t));
+		memcpy(CMSG_DATA(c), &gso_size, sizeof(gso_size));
+	}
+}
+
+/* A super-frame: its segments' headers into scratch, then sends of up to
+ * GSO_SEGS_MAX equal datagrams, payload iovecs pointing into the frame.
+ * 0, or -errno of the send that failed. */
+static int send_super(struct jk_underlay *u, int fd, struct jk_pkt *p, uint8_t tos)
+{
+	unsigned segs = jk_gso_segs(p), done = 0;
+	uint32_t dgram = (uint32_t)sizeof(struct jk_vxlan_hdr) + p->off.hdr_len + p->off.gso_size;
+	unsigned per_send = UDP_PAYLOAD_MAX / dgram;
+
+	if (per_send > GSO_SEGS_MAX)
+		per_send = GSO_SEGS_MAX;
+	while (done < segs) {
+		unsigned k = segs - done < per_send ? segs - done : per_send;
+		struct iovec iov[2 * GSO_SEGS_MAX];
+		struct send_ctl sc;
+		struct msghdr m;
+		size_t total = 0;
+
+		for (unsigned i = 0; i < k; i++) {
+			uint8_t *h = u->scratch + (size_t)i * SEG_HDR_ROOM;
+			struct jk_gso_seg seg;
+
+			jk_vxlan_hdr_init((struct jk_vxlan_hdr *)h, p->verdict.vni);
+			jk_gso_segment(p, done + i, h + sizeof(struct jk_vxlan_hdr), &seg);
+			iov[2 * i] = (struct iovec){ h, sizeof(struct jk_vxlan_hdr) + seg.hdr_len };
+			iov[2 * i + 1] = (struct iovec){ p->data + seg.ofs, seg.len };
+			total += iov[2 * i].iov_len + seg.len;
+		}
+		fill_msg(&m, &sc, p, tos, k > 1 ? (uint16_t)dgram : 0, iov, 2 * k);
+		if (sendmsg(fd, &m, MSG_DONTWAIT) != (ssize_t)total)
+			return -errno;
+		u->tx_gso_sends += k > 1;
+		done += k;
+	}
+	return 0;
+}
+
+/* Marks a packet the socket did not take. */
+static void failed(struct jk_underlay *u, struct jk_pkt *p)
+{
+	u->tx_errors++;
+	p->verdict.action = JK_ACT_DROP;
+	p->verdict.drop = JK_DROP_TX_FULL;
+}
+
+/* Sends pkts[0..n) (not GSO, all for socket fd) with one sendmmsg per
+ * SEND_BATCH.  Returns how many were sent. */
+#define SEND_BATCH 32
+static unsigned send_plain(struct jk_underlay *u, int fd, struct jk_pkt **pkts, unsigned n)
+{
+	unsigned sent = 0;
+
+	while (sent < n) {
+		unsigned k = n - sent < SEND_BATCH ? n - sent : SEND_BATCH;
+		struct mmsghdr msgs[SEND_BATCH];
+		struct send_ctl sc[SEND_BATCH];
+		struct iovec iov[SEND_BATCH];
+		int r;
+
+		for (unsigned i = 0; i < k; i++) {
+			struct jk_pkt *p = pkts[sent + i];
+
+			iov[i] = (struct iovec){ p->data - sizeof(struct jk_vxlan_hdr), p->len + sizeof(struct jk_vxlan_hdr) };
+			jk_vxlan_hdr_init((struct jk_vxlan_hdr *)iov[i].iov_base, p->verdict.vni);
+			fill_msg(&msgs[i].msg_hdr, &sc[i], p, jk_vxlan_outer_tos(p->meta.tos, u->dscp), 0, &iov[i], 1);
+			msgs[i].msg_len = 0;
+		}
+		r = sendmmsg(fd, msgs, k, MSG_DONTWAIT);
+		if (r <= 0) {
+			if (r < 0 && errno != EAGAIN && errno != ENOBUFS) {
+				failed(u, pkts[sent++]);     /* this one is refused; go on with the rest */
+				continue;
+			}
+			break;
+		}
+		sent += (unsigned)r;
+	}
+	for (unsigned i = sent; i < n; i++)
+		failed(u, pkts[i]);
+	return sent;
+}
+
 unsigned jk_underlay_send(struct jk_underlay *u, struct jk_pkt **pkts, unsigned n)
 {
-	if (n == 0)            /* nothing to move; and no zero-length arrays below */
-		return 0;
+	unsigned sent = 0, i = 0;
 
-	struct mmsghdr msgs[n];
-	struct iovec iov[n];
-	struct sockaddr_in to[n];
-	unsigned done = 0, failed = 0;
+	while (i < n) {
+		struct jk_pkt *p = pkts[i];
+		unsigned slot = p->verdict.outer_sport % JK_UNDERLAY_PORTS, j = i + 1;
 
-	jk_mmsg_fill(msgs, iov, pkts, n, false);
-	for (unsigned i = 0; i < n; i++) {
-		to[i] = (struct sockaddr_in){ .sin_family = AF_INET,
-					      .sin_addr.s_addr = htonl(pkts[i]->verdict.dst_vtep) };
-		msgs[i].msg_hdr.msg_name = &to[i];
-		msgs[i].msg_hdr.msg_namelen = sizeof(to[i]);
-	}
-	while (done < n) {
-		int r = sendmmsg(u->tx_fd, msgs + done, n - done, MSG_DONTWAIT);
-
-		if (r < 0) {
-			u->tx_errors++;
-			failed++;
-			done++;        /* skip the packet that failed, keep the rest */
+		if (p->off.gso_type != JK_VNET_GSO_NONE) {
+			if (send_super(u, u->tx_fd[slot], p, jk_vxlan_outer_tos(p->meta.tos, u->dscp)))
+				failed(u, p);
+			else
+				sent++;
+			i++;
 			continue;
 		}
-		done += (unsigned)r;
+		/* A run of plain packets for the same socket goes in one call. */
+		while (j < n && pkts[j]->off.gso_type == JK_VNET_GSO_NONE &&
+		       pkts[j]->verdict.outer_sport % JK_UNDERLAY_PORTS == slot)
+			j++;
+		sent += send_plain(u, u->tx_fd[slot], pkts + i, j - i);
+		i = j;
 	}
-	return n - failed;
+	return sent;
 }

@@ -1,8 +1,17 @@
-/* underlay.h — the host's VTEP: receives VxLAN on UDP/4789 (with the outer
- * ToS, for RFC 6040) and sends the datapath's fully built outer IPv4
- * packets through a raw socket, so that each flow's outer UDP source port
- * (ECMP entropy) and ECN field are exactly what the template made.  The
- * kernel routes and resolves neighbours.  Batched: recvmmsg / sendmmsg.
+/* underlay.h — the host's VTEP: VxLAN over UDP through the kernel.
+ *
+ * Receive: one UDP socket bound to VTEP:4789 with IP_RECVTOS (the outer
+ * ECN, for RFC 6040) and UDP_GRO: a read may hold up to 64 KiB of
+ * equal-sized datagrams (rx.seg_size), which the core coalesces (gro.h).
+ *
+ * Send: VxLAN datagrams through a pool of UDP sockets bound to VTEP:0,
+ * each on its own source port; a flow's hash picks its socket, so a flow
+ * (a RoCE QP) keeps one outer source port, one ECMP path, and flows spread
+ * over JK_UNDERLAY_PORTS ports.  The outer ToS is set per datagram
+ * (IP_TOS cmsg); a super-frame leaves in `UDP_SEGMENT` sends of up to 64
+ * equal VxLAN datagrams, its segments' headers built by gso.h and its
+ * payload sent from where it lies.  Never blocks: a full socket buffer
+ * fails the rest of the batch, counted by the caller.
  */
 #ifndef JK_UNDERLAY_H
 #define JK_UNDERLAY_H
@@ -12,20 +21,30 @@
 
 #include "core/pkt.h"
 
+#define JK_UNDERLAY_PORTS 16    /* outer source ports (sockets) flows spread over */
+
 struct jk_underlay {
-	int rx_fd;              /* UDP bound to vtep:4789 */
-	int tx_fd;              /* raw IPv4, header included */
+	int rx_fd;                          /* UDP bound to vtep:4789, UDP_GRO */
+	int tx_fd[JK_UNDERLAY_PORTS];       /* UDP bound to vtep:ephemeral */
+	uint16_t tx_port[JK_UNDERLAY_PORTS];
 	uint32_t vtep;
+	uint8_t dscp;                       /* outer DSCP of everything sent */
+	uint8_t *scratch;                   /* segment headers of one super-frame */
 	uint64_t rx_errors, tx_errors, rx_trunc;
+	uint64_t tx_gso_sends;              /* UDP_SEGMENT sends */
 };
 
 int jk_underlay_open(struct jk_underlay *u, uint32_t vtep, char *err, size_t errlen);
 void jk_underlay_close(struct jk_underlay *u);
 
-/* Receives up to n packets: data at the VxLAN header, rx filled. */
+/* Receives up to n reads: data at the (first) VxLAN header, rx filled
+ * (rx.seg_size when the read holds several datagrams). */
 unsigned jk_underlay_recv(struct jk_underlay *u, struct jk_pkt **pkts, unsigned n);
-/* Sends n encapsulated packets (data at the outer IPv4 header) to their
- * verdict.dst_vtep.  Returns how many were sent. */
+
+/* Encapsulates and sends n packets to their verdict.dst_vtep (VNI
+ * verdict.vni).  Returns how many were sent; a packet the kernel did not
+ * take has its verdict turned into a JK_DROP_TX_FULL drop (not counted
+ * here: the caller counts it against its vNIC). */
 unsigned jk_underlay_send(struct jk_underlay *u, struct jk_pkt **pkts, unsigned n);
 
 #endif
