@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "core/dp.h"
+#include "core/gso.h"
 
 #define FZ_IP(a, b, c, d) ((uint32_t)(a) << 24 | (uint32_t)(b) << 16 | (uint32_t)(c) << 8 | (uint32_t)(d))
 #define FZ_VTEP_LOCAL FZ_IP(10, 0, 0, 1)
@@ -68,6 +69,36 @@ static void fz_env_free(struct fuzz_env *env)
 	free(env);
 }
 
+/* A packet for the underlay: every datagram it becomes (each segment of a
+ * super-frame, with its own headers) fits the underlay MTU once
+ * encapsulated (outer IPv4 + UDP + VxLAN: 36 bytes), and its segments'
+ * headers and payloads lie inside the buffer. */
+static void fz_check_segments(const struct fuzz_env *env, const struct jk_pkt *p)
+{
+	uint8_t hdr[JK_GSO_HDR_MAX];
+	unsigned segs = jk_gso_segs(p);
+	uint32_t carried = 0;
+
+	if (segs == 1) {
+		if (p->len + 36 > env->dp.params.underlay_mtu)
+			__builtin_trap();
+		return;
+	}
+	for (unsigned i = 0; i < segs; i++) {
+		struct jk_gso_seg seg;
+
+		if (p->off.hdr_len > sizeof(hdr))
+			__builtin_trap();
+		jk_gso_segment(p, i, hdr, &seg);
+		if (seg.len == 0 || seg.hdr_len + seg.len + 36 > env->dp.params.underlay_mtu ||
+		    seg.ofs + seg.len > p->len)
+			__builtin_trap();
+		carried += seg.len;
+	}
+	if (carried + p->off.hdr_len != p->len)
+		__builtin_trap();
+}
+
 /* What every verdict must satisfy, whatever the input. */
 static void fz_check_verdict(const struct fuzz_env *env, const struct jk_pkt *p)
 {
@@ -83,8 +114,7 @@ static void fz_check_verdict(const struct fuzz_env *env, const struct jk_pkt *p)
 			__builtin_trap();
 		break;
 	case JK_ACT_TO_UNDERLAY:
-		if (p->len > env->dp.params.underlay_mtu)
-			__builtin_trap();
+		fz_check_segments(env, p);
 		break;
 	default:
 		__builtin_trap();

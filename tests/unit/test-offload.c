@@ -1,0 +1,439 @@
+/* test-offload.c — tenants' offloads through the core: the virtio-net
+ * header checked field by field, partial checksums completed, TSO and USO
+ * super-frames cut into segments byte-exact against segments built here
+ * independently (frames.c, ref_csum), and underlay reads coalesced into
+ * super-frames (gro.c) that cut back into exactly the datagrams that were
+ * sent, while anything that must not be merged stays as it was. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "core/dp.h"
+#include "core/gro.h"
+#include "core/gso.h"
+#include "core/offload.h"
+#include "core/parse.h"
+#include "dp_host.h"
+#include "frames.h"
+
+#define VTEP_LOCAL IP4(10, 0, 0, 1)
+#define VTEP_2     IP4(10, 0, 0, 2)
+#define VNI_1      100
+#define IP_A       IP4(192, 168, 1, 1)
+#define IP_C       IP4(192, 168, 1, 3)
+#define ETH        14
+#define IPH        20
+#define VX         8
+#define MSS        1398     /* a 1450-byte MTU less IPv4, TCP and timestamps */
+
+static const uint8_t MAC_A[6] = { 0x02, 0x00, 0x00, 0x00, 0x00, 0x0a };
+static const uint8_t MAC_C[6] = { 0x02, 0x00, 0x00, 0x00, 0x00, 0x0c };
+/* NOP NOP timestamp: a TCP header of 32 bytes, as Linux sends. */
+static const uint8_t TS_OPT[12] = { 1, 1, 8, 10, 0, 0, 0x12, 0x34, 0, 0, 0x56, 0x78 };
+
+struct env {
+	struct jk_dp dp;
+	uint16_t a;
+	struct jk_pkt pkt;
+	struct jk_pkt spare[8];
+};
+
+static int setup(void **state)
+{
+	struct env *env = calloc(1, sizeof(*env));
+	struct jk_dp_params p;
+
+	if (!env)
+		return -1;
+	jk_dp_params_default(&p, VTEP_LOCAL);
+	if (jk_dp_init(&env->dp, &p) || dp_add_vnic(&env->dp, "a", VNI_1, IP_A, MAC_A, &env->a) ||
+	    jk_dp_vlt_add(&env->dp, VNI_1, IP_C, MAC_C, VTEP_2))
+		return -1;
+	*state = env;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct env *env = *state;
+
+	jk_dp_fini(&env->dp);
+	free(env);
+	return 0;
+}
+
+#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+
+/* ---- frames, built independently ------------------------------------------ */
+
+static void wr32(uint8_t *p, uint32_t v)
+{
+	wr16(p, (uint16_t)(v >> 16));
+	wr16(p + 2, (uint16_t)v);
+}
+
+/* The one's-complement sum of the IPv4 pseudo-header, by hand. */
+static uint32_t pseudo_sum(const uint8_t *ip, uint8_t proto, uint32_t l4_len)
+{
+	uint8_t ph[12];
+
+	memcpy(ph, ip + 12, 8);
+	ph[8] = 0;
+	ph[9] = proto;
+	wr16(ph + 10, (uint16_t)l4_len);
+	return (uint16_t)~ref_csum(ph, sizeof(ph));
+}
+
+/* Sets the L4 checksum of the IPv4 frame f (Ethernet at 0), complete. */
+static void l4_csum(uint8_t *frame, uint32_t len, uint8_t proto)
+{
+	uint8_t *ip = frame + ETH, *l4 = ip + IPH;
+	uint32_t l4_len = len - ETH - IPH, sum;
+	uint8_t *field = l4 + (proto == PROTO_TCP ? 16 : 6);
+	uint16_t v;
+
+	wr16(field, 0);
+	sum = pseudo_sum(ip, proto, l4_len) + (uint16_t)~ref_csum(l4, l4_len);
+	sum = (sum & 0xffff) + (sum >> 16);
+	sum = (sum & 0xffff) + (sum >> 16);
+	v = (uint16_t)~sum;
+	if (v == 0 && proto == PROTO_UDP)
+		v = 0xffff;
+	wr16(field, v);
+}
+
+static uint8_t payload_byte(uint32_t i) { return (uint8_t)(i * 7 + 3); }
+
+/* One TCP segment as the wire carries it: IP ID id, sequence seq, flags,
+ * `plen` payload bytes starting at payload offset `pofs`. */
+static void tcp_segment(struct frame *f, uint16_t id, uint32_t seq, uint8_t flags, uint32_t pofs, uint32_t plen)
+{
+	fr_init(f);
+	fr_eth(f, MAC_C, MAC_A, ETH_IPV4);
+	fr_ipv4(f, &(struct ip4){ .src = IP_A, .dst = IP_C, .proto = PROTO_TCP, .id = id, .df = true, .tos = 2 });
+	fr_tcp(f, 40000, 5201, 8);
+	memcpy(f->b + ETH + IPH + 20, TS_OPT, sizeof(TS_OPT));
+	for (uint32_t i = 0; i < plen; i++)
+		fr_u8(f, payload_byte(pofs + i));
+	fr_done(f);
+	wr32(f->b + ETH + IPH + 4, seq);
+	wr32(f->b + ETH + IPH + 8, 0xa0b0c0d0);   /* ack */
+	f->b[ETH + IPH + 13] = flags;
+	wr16(f->b + ETH + IPH + 14, 500);         /* window */
+	l4_csum(f->b, f->len, PROTO_TCP);
+}
+
+/* One RoCE datagram (SEND_MIDDLE to QP 0x11) with IP ID id. */
+static void roce_segment(struct frame *f, uint16_t id, uint32_t psn, uint32_t pofs, uint32_t plen, uint32_t dqpn)
+{
+	fr_init(f);
+	fr_eth(f, MAC_C, MAC_A, ETH_IPV4);
+	fr_ipv4(f, &(struct ip4){ .src = IP_A, .dst = IP_C, .proto = PROTO_UDP, .id = id, .df = true, .tos = 2 });
+	fr_udp(f, 49999, 4791);
+	fr_bth(f, &(struct bth){ .opcode = 0x01, .dqpn = dqpn, .psn = psn });
+	for (uint32_t i = 0; i < plen - 12; i++)
+		fr_u8(f, payload_byte(pofs + i));
+	fr_done(f);
+	l4_csum(f->b, f->len, PROTO_UDP);
+}
+
+/* ---- egress: the virtio-net header ---------------------------------------- */
+
+static struct jk_pkt *egress(struct env *env, const struct frame *f, const struct jk_vnet_hdr *h)
+{
+	struct jk_pkt *p = &env->pkt;
+
+	jk_pkt_reset(p, f->len);
+	memcpy(p->data, f->b, f->len);
+	p->vnet = *h;
+	jk_dp_egress(&env->dp, env->a, &p, 1, 0);
+	return p;
+}
+
+/* A TSO super-frame of `total` payload bytes, as a tenant's stack hands it:
+ * IP total length over everything, the checksum field left partial. */
+static void tso_frame(struct frame *f, uint32_t total, uint8_t flags)
+{
+	tcp_segment(f, 100, 1000, flags, 0, total);
+	wr16(f->b + ETH + IPH + 16, 0xbeef);      /* whatever the tenant left */
+}
+
+static const struct jk_vnet_hdr TSO = { .flags = JK_VNET_F_NEEDS_CSUM, .gso_type = JK_VNET_GSO_TCPV4,
+					.hdr_len = ETH + IPH + 32, .gso_size = MSS,
+					.csum_start = ETH + IPH, .csum_offset = 16 };
+
+static void tso_cut_byte_exact(void **state)
+{
+	struct env *env = *state;
+	const uint32_t total = 5000;            /* 1400 + 1400 + 1400 + 800 */
+	const uint8_t flags = 0x10 | 0x08 | 0x80;   /* ACK, PSH, CWR */
+	static struct frame f, want;
+	struct jk_pkt *p;
+	uint8_t hdr[JK_GSO_HDR_MAX];
+
+	tso_frame(&f, total, flags);
+	p = egress(env, &f, &TSO);
+	assert_int_equal(p->verdict.action, JK_ACT_TO_UNDERLAY);
+	assert_int_equal(p->off.gso_type, JK_VNET_GSO_TCPV4);
+	assert_int_equal(jk_gso_segs(p), 4);
+	assert_int_equal(p->off.hdr_len, ETH + IPH + 32);
+	/* The DHTB is charged every segment's frame. */
+	assert_int_equal(p->verdict.shaped_len, total + 4 * (ETH + IPH + 32));
+	assert_int_equal(jk_dp_vnic(&env->dp, env->a)->cnt.traffic[JK_DIR_EGRESS][JK_CLASS_TCP].bytes,
+			 total + 4 * (ETH + IPH + 32));
+	for (unsigned i = 0; i < 4; i++) {
+		uint32_t plen = i < 3 ? MSS : total - 3 * MSS;
+		uint8_t fl = (uint8_t)(flags & ~(i ? 0x80 : 0) & ~(i < 3 ? 0x08 : 0));
+		struct jk_gso_seg seg;
+
+		jk_gso_segment(p, i, hdr, &seg);
+		tcp_segment(&want, (uint16_t)(100 + i), 1000 + i * MSS, fl, i * MSS, plen);
+		assert_int_equal(seg.hdr_len + seg.len, want.len);
+		assert_memory_equal(hdr, want.b, seg.hdr_len);
+		assert_memory_equal(p->data + seg.ofs, want.b + seg.hdr_len, seg.len);
+	}
+}
+
+static void uso_cut_byte_exact(void **state)
+{
+	struct env *env = *state;
+	static struct frame f, want;
+	const uint32_t dgram = 1024 + 12;       /* BTH + payload of each RoCE packet */
+	struct jk_vnet_hdr h = { .flags = JK_VNET_F_NEEDS_CSUM, .gso_type = JK_VNET_GSO_UDP_L4,
+				 .hdr_len = ETH + IPH + 8, .gso_size = (uint16_t)dgram,
+				 .csum_start = ETH + IPH, .csum_offset = 6 };
+	uint8_t hdr[JK_GSO_HDR_MAX];
+	struct jk_pkt *p;
+
+	/* The super-frame: four RoCE packets back to back behind one header. */
+	fr_init(&f);
+	for (unsigned i = 0; i < 4; i++) {
+		roce_segment(&want, 0, 7 + i, i * 1024, i < 3 ? dgram : 500, 0x11);
+		if (i == 0)
+			fr_bytes(&f, want.b, want.len);
+		else
+			fr_bytes(&f, want.b + ETH + IPH + 8, want.len - ETH - IPH - 8);
+	}
+	wr16(f.b + ETH + 2, (uint16_t)(f.len - ETH));
+	wr16(f.b + ETH + IPH + 4, (uint16_t)(f.len - ETH - IPH));
+	p = egress(env, &f, &h);
+	assert_int_equal(p->verdict.action, JK_ACT_TO_UNDERLAY);
+	assert_int_equal(p->meta.cls, JK_CLASS_RDMA);
+	assert_int_equal(jk_gso_segs(p), 4);
+	for (unsigned i = 0; i < 4; i++) {
+		struct jk_gso_seg seg;
+
+		jk_gso_segment(p, i, hdr, &seg);
+		/* IDs count up from the first, as Linux's own USO does: the
+		 * receiver's ICRC covers them. */
+		roce_segment(&want, (uint16_t)i, 7 + i, i * 1024, i < 3 ? dgram : 500, 0x11);
+		assert_int_equal(seg.hdr_len + seg.len, want.len);
+		assert_memory_equal(hdr, want.b, seg.hdr_len);
+		assert_memory_equal(p->data + seg.ofs, want.b + seg.hdr_len, seg.len);
+	}
+
+	/* A later packet to another QP would slip past the RCFT: refused. */
+	wr16(f.b + ETH + IPH + 8 + 2 * dgram + 5, 0x0099);
+	p = egress(env, &f, &h);
+	assert_int_equal(p->verdict.action, JK_ACT_DROP);
+	assert_int_equal(p->verdict.drop, JK_DROP_GSO_MIXED);
+}
+
+static void partial_checksum_completed(void **state)
+{
+	struct env *env = *state;
+	static struct frame f;
+	struct jk_vnet_hdr h = { .flags = JK_VNET_F_NEEDS_CSUM, .csum_start = ETH + IPH, .csum_offset = 6 };
+	struct jk_pkt *p;
+	uint32_t sum;
+
+	fr_init(&f);
+	fr_eth(&f, MAC_C, MAC_A, ETH_IPV4);
+	fr_ipv4(&f, &(struct ip4){ .src = IP_A, .dst = IP_C, .proto = PROTO_UDP, .df = true });
+	fr_udp(&f, 1000, 2000);
+	fr_payload(&f, 333, 0x42);
+	fr_done(&f);
+	/* As a stack offloading the checksum leaves it: the pseudo-header sum. */
+	sum = pseudo_sum(f.b + ETH, PROTO_UDP, f.len - ETH - IPH);
+	wr16(f.b + ETH + IPH + 6, (uint16_t)((sum & 0xffff) + (sum >> 16)));
+	p = egress(env, &f, &h);
+	assert_int_equal(p->verdict.action, JK_ACT_TO_UNDERLAY);
+	assert_int_equal(p->off.csum_partial, 0);
+	l4_csum(f.b, f.len, PROTO_UDP);         /* what it must now be */
+	assert_memory_equal(p->data, f.b, f.len);
+}
+
+static void bad_headers_dropped_by_reason(void **state)
+{
+	struct env *env = *state;
+	static struct frame f;
+	struct {
+		struct jk_vnet_hdr h;
+		enum jk_drop why;
+	} cases[] = {
+		{ { .flags = 0x40 }, JK_DROP_VNET_FLAGS },
+		{ { .gso_type = 3 }, JK_DROP_VNET_FLAGS },                         /* UDP (UFO) */
+		{ { .gso_type = JK_VNET_GSO_UDP_L4 | JK_VNET_GSO_ECN, .flags = 1, .gso_size = MSS,
+		    .csum_start = 34, .csum_offset = 6 }, JK_DROP_VNET_FLAGS },
+		{ { .hdr_len = 60000 }, JK_DROP_VNET_HDR_LEN },
+		{ { .flags = 1, .csum_start = 5990, .csum_offset = 16 }, JK_DROP_VNET_CSUM },
+		{ { .flags = 1, .csum_start = 10, .csum_offset = 0xffff }, JK_DROP_VNET_CSUM },
+		{ { .gso_type = JK_VNET_GSO_TCPV4, .gso_size = MSS }, JK_DROP_VNET_CSUM },  /* no NEEDS_CSUM */
+		{ { .gso_type = JK_VNET_GSO_TCPV4, .flags = 1, .gso_size = 8, .csum_start = 34, .csum_offset = 16 },
+		  JK_DROP_VNET_GSO },
+		{ { .gso_type = JK_VNET_GSO_TCPV4, .flags = 1, .gso_size = MSS, .csum_start = 30, .csum_offset = 16 },
+		  JK_DROP_VNET_CSUM },                                           /* not at the L4 header */
+		{ { .gso_type = JK_VNET_GSO_UDP_L4, .flags = 1, .gso_size = MSS, .csum_start = 34, .csum_offset = 6 },
+		  JK_DROP_VNET_GSO },                                            /* USO on a TCP frame */
+		{ { .gso_type = JK_VNET_GSO_TCPV4, .flags = 1, .gso_size = 1430, .csum_start = 34, .csum_offset = 16 },
+		  JK_DROP_MTU },                                                 /* segments over the MTU */
+	};
+
+	tso_frame(&f, 5000, 0x10);
+	for (unsigned i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		uint64_t before = env->dp.cnt.drops[cases[i].why];
+		struct jk_pkt *p = egress(env, &f, &cases[i].h);
+
+		assert_int_equal(p->verdict.action, JK_ACT_DROP);
+		assert_string_equal(jk_drop_name(p->verdict.drop), jk_drop_name(cases[i].why));
+		assert_int_equal(env->dp.cnt.drops[cases[i].why], before + 1);
+	}
+	/* SYN in a super-frame */
+	tso_frame(&f, 5000, 0x02);
+	assert_int_equal(egress(env, &f, &TSO)->verdict.drop, JK_DROP_VNET_GSO);
+	/* A "super-frame" of one segment is an ordinary frame, checksum done. */
+	tso_frame(&f, 1000, 0x10);
+	{
+		struct jk_pkt *p = egress(env, &f, &TSO);
+
+		assert_int_equal(p->verdict.action, JK_ACT_TO_UNDERLAY);
+		assert_int_equal(p->off.gso_type, JK_VNET_GSO_NONE);
+		tcp_segment(&f, 100, 1000, 0x10, 0, 1000);
+		assert_memory_equal(p->data, f.b, f.len);
+	}
+}
+
+/* ---- ingress: coalescing -------------------------------------------------- */
+
+/* A read as UDP_GRO hands it: `n` datagrams of one size, back to back. */
+static void add_dgram(struct jk_pkt *read, const struct frame *inner)
+{
+	struct frame v;
+
+	fr_init(&v);
+	fr_vxlan(&v, 0x08, VNI_1);
+	fr_bytes(&v, inner->b, inner->len);
+	memcpy(read->data + read->len, v.b, v.len);
+	read->len += v.len;
+}
+
+static void tcp_read_coalesces_and_cuts_back(void **state)
+{
+	struct env *env = *state;
+	struct jk_pkt *read = &env->pkt, *spare[8], *units[9];
+	static struct frame segs[6];
+	struct jk_gro_stats st = { 0 };
+	uint8_t hdr[JK_GSO_HDR_MAX];
+	unsigned n;
+
+	jk_pkt_reset(read, 0);
+	for (unsigned i = 0; i < 6; i++) {
+		uint32_t plen = i < 5 ? MSS : 600;
+
+		tcp_segment(&segs[i], (uint16_t)(7 + i), 5000 + i * MSS, i == 5 ? 0x18 : 0x10, i * MSS, plen);
+		add_dgram(read, &segs[i]);
+	}
+	read->rx.seg_size = (uint16_t)(VX + segs[0].len);
+	for (unsigned i = 0; i < 8; i++)
+		spare[i] = &env->spare[i];
+	n = jk_gro_split(read, spare, 8, units, &st);
+	assert_int_equal(n, 1);
+	assert_ptr_equal(units[0], read);
+	assert_int_equal(read->off.gso_type, JK_VNET_GSO_TCPV4);
+	assert_int_equal(read->off.segs, 6);
+	assert_int_equal(read->off.gso_size, MSS);
+	assert_int_equal(read->off.csum_partial, 1);
+	assert_int_equal(read->len, VX + ETH + IPH + 32 + 5 * MSS + 600);
+	assert_int_equal(rd16(read->data + VX + ETH + 2), IPH + 32 + 5 * MSS + 600);
+	assert_int_equal(read->data[VX + ETH + IPH + 13], 0x18);    /* PSH of the last */
+	assert_int_equal(st.datagrams, 6);
+
+	/* Cut back, the super-frame gives the very datagrams that came. */
+	read->data += VX;
+	read->len -= VX;
+	assert_int_equal(jk_parse_frame(read->data, read->len, &read->meta), JK_DROP_NONE);
+	for (unsigned i = 0; i < 6; i++) {
+		struct jk_gso_seg seg;
+
+		jk_gso_segment(read, i, hdr, &seg);
+		assert_int_equal(seg.hdr_len + seg.len, segs[i].len);
+		assert_memory_equal(hdr, segs[i].b, seg.hdr_len);
+		assert_memory_equal(read->data + seg.ofs, segs[i].b + seg.hdr_len, seg.len);
+	}
+}
+
+static void gro_keeps_apart_what_must_not_merge(void **state)
+{
+	struct env *env = *state;
+	struct jk_pkt *read = &env->pkt, *spare[8], *units[9];
+	static struct frame segs[5];
+	struct jk_gro_stats st = { 0 };
+	unsigned n;
+
+	jk_pkt_reset(read, 0);
+	tcp_segment(&segs[0], 1, 1000, 0x10, 0, MSS);
+	tcp_segment(&segs[1], 2, 1000 + MSS, 0x10, MSS, MSS);      /* joins 0 */
+	tcp_segment(&segs[2], 3, 9999, 0x10, 0, MSS);              /* a gap in the sequence */
+	tcp_segment(&segs[3], 4, 9999 + MSS, 0x10, MSS, MSS);      /* joins 2, but its checksum is bad: */
+	segs[3].b[segs[3].len - 1] ^= 0xff;
+	roce_segment(&segs[4], 5, 1, 0, MSS - 100, 0x11);          /* another protocol */
+	for (unsigned i = 0; i < 5; i++) {
+		if (segs[i].len < segs[0].len)
+			fr_pad_to(&segs[i], segs[0].len);
+		add_dgram(read, &segs[i]);
+	}
+	read->rx.seg_size = (uint16_t)(VX + segs[0].len);
+	read->rx.src_vtep = VTEP_2;
+	for (unsigned i = 0; i < 8; i++)
+		spare[i] = &env->spare[i];
+	n = jk_gro_split(read, spare, 8, units, &st);
+	assert_int_equal(n, 4);
+	assert_int_equal(units[0]->off.segs, 2);
+	for (unsigned i = 1; i < 4; i++) {
+		const struct frame *want = &segs[i + 1];
+
+		assert_int_equal(units[i]->off.gso_type, JK_VNET_GSO_NONE);
+		assert_int_equal(units[i]->len, VX + want->len);    /* padding included: as received */
+		assert_memory_equal(units[i]->data + VX, want->b, want->len);    /* unchanged */
+		assert_int_equal(units[i]->rx.src_vtep, VTEP_2);
+	}
+	assert_int_equal(st.csum_bad, 1);
+
+	/* With no spare buffer, what does not fit is dropped and counted. */
+	jk_pkt_reset(read, 0);
+	for (unsigned i = 0; i < 5; i++)
+		add_dgram(read, &segs[i]);
+	read->rx.seg_size = (uint16_t)(VX + segs[0].len);
+	n = jk_gro_split(read, spare, 1, units, &st);
+	assert_int_equal(n, 2);
+	assert_int_equal(st.no_buffer, 2);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		T(tso_cut_byte_exact),
+		T(uso_cut_byte_exact),
+		T(partial_checksum_completed),
+		T(bad_headers_dropped_by_reason),
+		T(tcp_read_coalesces_and_cuts_back),
+		T(gro_keeps_apart_what_must_not_merge),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
