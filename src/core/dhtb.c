@@ -13,6 +13,8 @@
 #define MIN_CLASS_BURST (16 * 1024)
 #define FLOW_SEED     0x64687462u     /* "dhtb" */
 
+#define QUEUE_MIN (4 * 65536)
+
 void jk_dhtb_params_default(struct jk_dhtb_params *p, uint64_t rate_bps)
 {
 	uint64_t bytes_per_ms = rate_bps / 8 / 1000;
@@ -33,8 +35,10 @@ void jk_dhtb_params_default(struct jk_dhtb_params *p, uint64_t rate_bps)
 	p->mark_kmax = (uint32_t)(bytes_per_ms > 4 * p->mark_kmin ? bytes_per_ms : 4 * p->mark_kmin);
 	p->mark_pmax_ppm = 200000;
 	p->ceiling = 100 * p->mark_kmax;
-	/* TCP's shaper queue: 5 ms at the rate, at least 128 KiB. */
-	p->queue_limit = (uint32_t)(5 * bytes_per_ms > 128 * 1024 ? 5 * bytes_per_ms : 128 * 1024);
+	/* TCP's shaper queue: 5 ms at the rate, and room for at least four
+	 * of the largest packets a tenant sends (64 KiB TSO super-frames), or
+	 * a full queue drops 45 segments at once. */
+	p->queue_limit = (uint32_t)(5 * bytes_per_ms > QUEUE_MIN ? 5 * bytes_per_ms : QUEUE_MIN);
 	p->queue_mark = p->queue_limit / 2;
 }
 
@@ -132,15 +136,25 @@ static void charge_root(struct jk_dhtb *b, int64_t cost)
 		b->root.tokens = -floor;
 }
 
+/* Tokens a bucket must hold for a packet of `cost` to pass: its cost, or
+ * for a packet larger than the bucket (a 64 KiB super-frame through a
+ * small class) a full bucket, which the packet then leaves in debt — so
+ * big packets pass at the bucket's rate instead of never, and the debt
+ * keeps the long-run rate exact. */
+static int64_t need_of(const struct jk_bucket *k, int64_t cost)
+{
+	return cost < k->depth ? cost : k->depth;
+}
+
 /* Within the class share, or borrowing: charges and returns true. */
 static bool take(struct jk_dhtb *b, enum jk_dhtb_class c, int64_t cost)
 {
-	if (b->cls[c].tokens >= cost) {
+	if (b->cls[c].tokens >= need_of(&b->cls[c], cost)) {
 		b->cls[c].tokens -= cost;
 		charge_root(b, cost);
 		return true;
 	}
-	if (b->root.tokens >= cost) {
+	if (b->root.tokens >= need_of(&b->root, cost)) {
 		charge_root(b, cost);
 		b->st[c].borrowed++;
 		return true;
@@ -432,8 +446,8 @@ uint64_t jk_dhtb_next_ns(const struct jk_dhtb *b, uint64_t now_ns)
 	el = now_ns > b->last_ns ? now_ns - b->last_ns : 0;
 	if (el > MAX_REFILL_NS)
 		el = MAX_REFILL_NS;
-	need_cls = cost - refilled(&b->cls[JK_DHTB_TCP], el);
-	need_root = cost - refilled(&b->root, el);
+	need_cls = need_of(&b->cls[JK_DHTB_TCP], cost) - refilled(&b->cls[JK_DHTB_TCP], el);
+	need_root = need_of(&b->root, cost) - refilled(&b->root, el);
 	if (need_cls <= 0 || need_root <= 0)
 		return now_ns;
 	wait_cls = b->cls[JK_DHTB_TCP].rate ? (uint64_t)need_cls / b->cls[JK_DHTB_TCP].rate + 1 : UINT64_MAX / 2;

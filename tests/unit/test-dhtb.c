@@ -1396,6 +1396,43 @@ static void high_rate_refill_after_idle(void **state)
 
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
+/* A TCP super-frame (60 KB) larger than its class bucket still gets the
+ * class share next to greedy RDMA: it passes when the bucket is full and
+ * leaves it in debt (with tokens >= cost required, it could only ever
+ * borrow, and greedy RDMA leaves nothing to borrow). */
+static void super_frames_larger_than_class_get_their_share(void **state)
+{
+	struct pool *pl = fixture_pool();
+	struct jk_dhtb_params p;
+	struct jk_dhtb *b;
+	const uint32_t big = 60000;
+	uint64_t tcp_bytes = 0, now = 0;
+	unsigned held = 0;
+
+	params(&p, 8000000, 1, 1);              /* 1 MB/s, 0.5 MB/s each */
+	p.burst_bytes = 20000;                  /* TCP class: 10 kB, smaller than one super-frame */
+	b = bucket_new(&p, 0);
+	for (now = 0; now < 4 * NS; now += NS / 1000) {
+		struct jk_pkt *out[8];
+		unsigned n;
+
+		/* RDMA at twice the rate (ECT: marked, never dropped below the ceiling). */
+		for (int i = 0; i < 2; i++)
+			admit(b, pl, RDMA, 1000, false, true, now, 0);
+		if (held == 0 && admit(b, pl, TCP, big, false, false, now, 1) == JK_DHTB_HOLD)
+			held++;
+		n = jk_dhtb_release(b, now, out, 8);
+		for (unsigned i = 0; i < n; i++) {
+			if (now >= NS)              /* after a second of start-up */
+				tcp_bytes += out[i]->verdict.shaped_len;
+			pkt_put(pl, out[i]);
+			held--;
+		}
+	}
+	/* 3 s at 0.5 MB/s, within 10 %. */
+	assert_in_range(tcp_bytes, 1350000, 1650000);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1419,6 +1456,7 @@ int main(void)
 		T(reinit_keeps_queue),
 		T(counters_match),
 		T(high_rate_refill_after_idle),
+		T(super_frames_larger_than_class_get_their_share),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
