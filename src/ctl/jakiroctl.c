@@ -406,9 +406,12 @@ static void print_stats(json_t *r)
 		       i_(v, "icmp_frag_needed"));
 		print_dhtb(name, json_object_get(v, "dhtb"));
 	}
-	printf("\nunderlay: rx_errors %lld, tx_errors %lld, rx_truncated %lld\n",
+	printf("\nunderlay: rx_errors %lld, tx_errors %lld, rx_truncated %lld, tx_gso_sends %lld\n",
 	       i_(json_object_get(r, "underlay"), "rx_errors"), i_(json_object_get(r, "underlay"), "tx_errors"),
-	       i_(json_object_get(r, "underlay"), "rx_truncated"));
+	       i_(json_object_get(r, "underlay"), "rx_truncated"), i_(json_object_get(r, "underlay"), "tx_gso_sends"));
+	printf("coalescing: reads %lld of %lld datagrams into %lld frames, %lld bad checksums\n",
+	       i_(json_object_get(r, "underlay"), "gro_reads"), i_(json_object_get(r, "underlay"), "gro_datagrams"),
+	       i_(json_object_get(r, "underlay"), "gro_units"), i_(json_object_get(r, "underlay"), "gro_csum_bad"));
 }
 
 int main(int argc, char **argv)

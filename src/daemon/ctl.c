@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -41,8 +42,13 @@ int jk_ctl_open(struct jakirod *d, char *err, size_t errlen)
 	return 0;
 }
 
+static void conn_close(struct jakirod *d, struct jk_ctl_conn *c);
+
 void jk_ctl_close(struct jakirod *d)
 {
+	for (unsigned i = 0; i < JK_CTL_CONNS; i++)
+		if (d->ctl_conns[i].fd >= 0)
+			conn_close(d, &d->ctl_conns[i]);
 	if (d->ctl_fd >= 0) {
 		close(d->ctl_fd);
 		unlink(d->conf->ctl_socket);
@@ -241,10 +247,15 @@ static json_t *show_stats(struct jakirod *d, uint64_t now)
 			json_object_set_new(vnics, v->cfg.name, s);
 		}
 	}
-	return json_pack("{s:s, s:I, s:o, s:o, s:{s:I, s:I, s:I}}", "host", d->conf->host, "uptime_ms",
-			 (json_int_t)((now - d->started_ns) / 1000000), "datapath", dp, "vnics", vnics, "underlay",
+	return json_pack("{s:s, s:I, s:o, s:o, s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}, s:{s:I, s:I}}",
+			 "host", d->conf->host, "uptime_ms", (json_int_t)((now - d->started_ns) / 1000000),
+			 "datapath", dp, "vnics", vnics, "underlay",
 			 "rx_errors", (json_int_t)d->underlay.rx_errors, "tx_errors", (json_int_t)d->underlay.tx_errors,
-			 "rx_truncated", (json_int_t)d->underlay.rx_trunc);
+			 "rx_truncated", (json_int_t)d->underlay.rx_trunc,
+			 "tx_gso_sends", (json_int_t)d->underlay.tx_gso_sends,
+			 "gro_reads", (json_int_t)d->gro.reads, "gro_datagrams", (json_int_t)d->gro.datagrams,
+			 "gro_units", (json_int_t)d->gro.units, "gro_csum_bad", (json_int_t)d->gro.csum_bad,
+			 "control", "refused", (json_int_t)d->ctl_refused, "expired", (json_int_t)d->ctl_expired);
 }
 
 static json_t *do_show(struct jakirod *d, json_t *req)
@@ -323,33 +334,26 @@ json_t *jk_ctl_handle(struct jakirod *d, json_t *req)
 	return reply_error("cmd: unknown (show, vnic-add, vnic-del, vnic-set, vlt-add, vlt-del)");
 }
 
-/* Serves one connection: the client sends its request at once, so a short
- * receive timeout bounds how long the loop can be held up. */
-void jk_ctl_accept(struct jakirod *d)
+/* ---- connections: read, answered, written without ever blocking ---------- */
+
+static void conn_close(struct jakirod *d, struct jk_ctl_conn *c)
 {
-	static char buf[CTL_MAX_REQUEST + 1];
-	struct timeval tv = { .tv_sec = 1 };
-	size_t len = 0;
+	epoll_ctl(d->epfd, EPOLL_CTL_DEL, c->fd, NULL);
+	close(c->fd);
+	free(c->in);
+	free(c->out);
+	memset(c, 0, sizeof(*c));
+	c->fd = -1;
+}
+
+/* Answers the request read so far; the reply waits in c->out. */
+static void conn_answer(struct jakirod *d, struct jk_ctl_conn *c)
+{
 	json_error_t jerr;
 	json_t *req, *rep;
-	char *out;
-	int fd = accept4(d->ctl_fd, NULL, NULL, SOCK_CLOEXEC);
 
-	if (fd < 0)
-		return;
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-	while (len < CTL_MAX_REQUEST) {
-		ssize_t n = read(fd, buf + len, CTL_MAX_REQUEST - len);
-
-		if (n <= 0)
-			break;
-		len += (size_t)n;
-		if (memchr(buf + len - (size_t)n, '\n', (size_t)n))
-			break;
-	}
-	buf[len] = '\0';
-	req = json_loads(buf, JSON_DISABLE_EOF_CHECK, &jerr);
+	c->in[c->in_len] = '\0';
+	req = json_loads(c->in, JSON_DISABLE_EOF_CHECK, &jerr);
 	if (!req) {
 		char msg[JK_ERR_MAX];
 
@@ -359,20 +363,94 @@ void jk_ctl_accept(struct jakirod *d)
 		rep = jk_ctl_handle(d, req);
 		json_decref(req);
 	}
-	out = json_dumps(rep, JSON_COMPACT);
-	if (out) {
-		size_t olen = strlen(out), off = 0;
-
-		while (off < olen) {
-			ssize_t n = write(fd, out + off, olen - off);
-
-			if (n <= 0)
-				break;
-			off += (size_t)n;
-		}
-		if (write(fd, "\n", 1) < 0) { /* peer went away: nothing to do */ }
-		free(out);
-	}
+	c->out = json_dumps(rep, JSON_COMPACT);
 	json_decref(rep);
-	close(fd);
+	if (c->out) {
+		c->out_len = strlen(c->out);
+		c->out[c->out_len++] = '\n';     /* json_dumps' terminator becomes the newline */
+	}
+	c->answered = true;
+}
+
+/* Writes what the socket takes; true when the reply is out (or lost). */
+static bool conn_flush(struct jk_ctl_conn *c)
+{
+	while (c->out && c->out_off < c->out_len) {
+		ssize_t n = write(c->fd, c->out + c->out_off, c->out_len - c->out_off);
+
+		if (n < 0 && errno == EAGAIN)
+			return false;
+		if (n <= 0)
+			return true;
+		c->out_off += (size_t)n;
+	}
+	return true;
+}
+
+void jk_ctl_accept(struct jakirod *d)
+{
+	for (;;) {
+		struct jk_ctl_conn *c = NULL;
+		struct epoll_event ev;
+		int fd = accept4(d->ctl_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+
+		if (fd < 0)
+			return;
+		for (unsigned i = 0; i < JK_CTL_CONNS && !c; i++)
+			if (d->ctl_conns[i].fd < 0)
+				c = &d->ctl_conns[i];
+		if (!c) {               /* all slots busy: refuse, rather than wait */
+			d->ctl_refused++;
+			close(fd);
+			continue;
+		}
+		c->in = malloc(CTL_MAX_REQUEST + 1);
+		ev = (struct epoll_event){ .events = EPOLLIN, .data.u64 = jk_loop_ev_ctl_conn((unsigned)(c - d->ctl_conns)) };
+		if (!c->in || epoll_ctl(d->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
+			free(c->in);
+			c->in = NULL;
+			close(fd);
+			continue;
+		}
+		c->fd = fd;
+		c->deadline_ns = jk_now_ns() + JK_CTL_DEADLINE_NS;
+	}
+}
+
+void jk_ctl_on_conn(struct jakirod *d, unsigned slot)
+{
+	struct jk_ctl_conn *c = &d->ctl_conns[slot];
+
+	if (slot >= JK_CTL_CONNS || c->fd < 0)
+		return;
+	while (!c->answered) {
+		ssize_t n = read(c->fd, c->in + c->in_len, CTL_MAX_REQUEST - c->in_len);
+
+		if (n < 0 && errno == EAGAIN)
+			return;             /* the rest later */
+		if (n > 0) {
+			bool line_done = memchr(c->in + c->in_len, '\n', (size_t)n) != NULL;
+
+			c->in_len += (size_t)n;
+			if (!line_done && c->in_len < CTL_MAX_REQUEST)
+				continue;
+		}
+		conn_answer(d, c);          /* a whole line, the end of input, or the size limit */
+	}
+	if (conn_flush(c)) {
+		conn_close(d, c);
+		return;
+	}
+	/* The socket is full: wait until it takes more. */
+	epoll_ctl(d->epfd, EPOLL_CTL_MOD, c->fd,
+		  &(struct epoll_event){ .events = EPOLLOUT, .data.u64 = jk_loop_ev_ctl_conn(slot) });
+}
+
+void jk_ctl_expire(struct jakirod *d, uint64_t now_ns)
+{
+	for (unsigned i = 0; i < JK_CTL_CONNS; i++)
+		if (d->ctl_conns[i].fd >= 0 && now_ns > d->ctl_conns[i].deadline_ns) {
+			d->ctl_expired++;
+			conn_close(d, &d->ctl_conns[i]);
+		}
 }

@@ -23,7 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
-enum ev_kind { EV_CTL = 1, EV_UNDERLAY, EV_TIMER, EV_SIGNAL, EV_VNIC, EV_SHAPER };
+enum ev_kind { EV_CTL = 1, EV_UNDERLAY, EV_TIMER, EV_SIGNAL, EV_VNIC, EV_SHAPER, EV_CTL_CONN };
 
 #define EV(kind, id) ((uint64_t)(kind) << 32 | (uint32_t)(id))
 
@@ -40,6 +40,11 @@ static int watch(struct jakirod *d, int fd, uint64_t data)
 	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = data };
 
 	return epoll_ctl(d->epfd, EPOLL_CTL_ADD, fd, &ev) < 0 ? -errno : 0;
+}
+
+uint64_t jk_loop_ev_ctl_conn(unsigned slot)
+{
+	return EV(EV_CTL_CONN, slot);
 }
 
 int jk_loop_watch_vnic(struct jakirod *d, uint16_t id)
@@ -241,11 +246,16 @@ static int run(struct jakirod *d)
 			case EV_CTL:
 				jk_ctl_accept(d);
 				break;
+			case EV_CTL_CONN:
+				jk_ctl_on_conn(d, id);
+				break;
 			case EV_TIMER: {
 				uint64_t ticks;
 
-				if (read(d->timer_fd, &ticks, sizeof(ticks)) == sizeof(ticks))
+				if (read(d->timer_fd, &ticks, sizeof(ticks)) == sizeof(ticks)) {
 					jk_dp_age(d->dp, jk_now_ns());
+					jk_ctl_expire(d, jk_now_ns());
+				}
 				break;
 			}
 			case EV_SHAPER: {
@@ -328,6 +338,8 @@ int main(int argc, char **argv)
 	}
 	memset(&d, 0, sizeof(d));
 	d.ctl_fd = d.timer_fd = d.epfd = -1;
+	for (unsigned i = 0; i < JK_CTL_CONNS; i++)
+		d.ctl_conns[i].fd = -1;
 	d.conf = calloc(1, sizeof(*d.conf));
 	d.dp = calloc(1, sizeof(*d.dp));
 	if (!d.conf || !d.dp || pool_init(&d)) {

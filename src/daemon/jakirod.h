@@ -38,6 +38,21 @@ struct jk_vnic_rt {
 	struct jk_port port;
 };
 
+#define JK_CTL_CONNS 16                         /* control connections at once */
+#define JK_CTL_DEADLINE_NS (5 * 1000000000ull)  /* to send a request and take the reply */
+
+/* A control connection: served by the loop a piece at a time, so a slow
+ * or stalled client never holds up forwarding. */
+struct jk_ctl_conn {
+	int fd;                     /* -1: free slot */
+	char *in;                   /* the request read so far */
+	size_t in_len;
+	bool answered;
+	char *out;                  /* the reply, out_off bytes of it written */
+	size_t out_len, out_off;
+	uint64_t deadline_ns;       /* closed past it, answered or not */
+};
+
 struct jakirod {
 	struct jk_conf *conf;       /* host settings, VPCs and remote VLT entries */
 	struct jk_vnic_rt vnics[JK_MAX_VNICS];
@@ -50,6 +65,8 @@ struct jakirod {
 	struct jk_outq *pending[JK_MAX_VNICS + 1];      /* the non-empty ones */
 	unsigned n_pending;
 	struct jk_gro_stats gro;
+	struct jk_ctl_conn ctl_conns[JK_CTL_CONNS];
+	uint64_t ctl_refused, ctl_expired;
 	uint64_t gro_no_buffer_counted;
 	uint64_t started_ns;
 	volatile bool stop;
@@ -72,11 +89,17 @@ void jk_vnics_close_all(struct jakirod *d);
 /* ctl.c — control socket. */
 int jk_ctl_open(struct jakirod *d, char *err, size_t errlen);
 void jk_ctl_accept(struct jakirod *d);
+/* Serves connection `slot` when it is readable or writable. */
+void jk_ctl_on_conn(struct jakirod *d, unsigned slot);
+/* Closes connections past their deadline (called by the 1 s timer). */
+void jk_ctl_expire(struct jakirod *d, uint64_t now_ns);
 void jk_ctl_close(struct jakirod *d);
 json_t *jk_ctl_handle(struct jakirod *d, json_t *req);
 
 /* jakirod.c — epoll registration of a vNIC's fd (data = vNIC id). */
 int jk_loop_watch_vnic(struct jakirod *d, uint16_t id);
+/* The epoll data word of control connection `slot`. */
+uint64_t jk_loop_ev_ctl_conn(unsigned slot);
 void jk_loop_unwatch_vnic(struct jakirod *d, uint16_t id);
 
 #endif
