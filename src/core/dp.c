@@ -195,6 +195,25 @@ int jk_dp_vnic_shape(struct jk_dp *dp, uint16_t id, enum jk_dir dir, const struc
 	return 0;
 }
 
+/* The backlog: the (vNIC, direction) queues that hold packets, so that
+ * releasing and timing look at those only, not at every vNIC. */
+static void backlog_add(struct jk_dp *dp, uint16_t id, enum jk_dir dir)
+{
+	uint16_t e = (uint16_t)(id * JK_DIR__COUNT + dir);
+
+	if (dp->in_backlog[e])
+		return;
+	dp->in_backlog[e] = 1;
+	dp->backlog[dp->n_backlog++] = e;
+}
+
+/* Removes entry i (its queue is empty, or its vNIC gone). */
+static void backlog_remove_at(struct jk_dp *dp, unsigned i)
+{
+	dp->in_backlog[dp->backlog[i]] = 0;
+	dp->backlog[i] = dp->backlog[--dp->n_backlog];
+}
+
 unsigned jk_dp_release(struct jk_dp *dp, uint64_t now_ns, struct jk_pkt **out, unsigned max)
 {
 	unsigned n = 0;
@@ -207,34 +226,42 @@ unsigned jk_dp_release(struct jk_dp *dp, uint64_t now_ns, struct jk_pkt **out, u
 		dp->held--;
 		out[n++] = p;
 	}
-	for (unsigned id = 0; id < JK_MAX_VNICS && dp->held && n < max; id++) {
-		struct jk_vnic *v = &dp->vnics[id];
+	/* Queues in turn, starting one further each call, so that no vNIC
+	 * always goes first when `max` cuts a round short. */
+	for (unsigned k = 0, i = dp->n_backlog ? dp->backlog_cursor % dp->n_backlog : 0;
+	     k < dp->n_backlog && n < max; k++) {
+		uint16_t e = dp->backlog[i];
+		struct jk_vnic *v = &dp->vnics[e / JK_DIR__COUNT];
+		enum jk_dir dir = (enum jk_dir)(e % JK_DIR__COUNT);
+		struct jk_pkt *got[JK_DHTB_RELEASE_MAX];
+		unsigned m = max - n < JK_DHTB_RELEASE_MAX ? max - n : JK_DHTB_RELEASE_MAX;
 
-		if (!v->in_use)
-			continue;
-		for (int dir = 0; dir < JK_DIR__COUNT && n < max; dir++) {
-			struct jk_pkt *got[JK_DHTB_RELEASE_MAX];
-			unsigned k = max - n < JK_DHTB_RELEASE_MAX ? max - n : JK_DHTB_RELEASE_MAX;
+		m = v->in_use ? jk_dhtb_release(&v->dhtb[dir], now_ns, got, m) : 0;
+		for (unsigned j = 0; j < m; j++) {
+			struct jk_pkt *p = got[j];
 
-			k = jk_dhtb_release(&v->dhtb[dir], now_ns, got, k);
-			for (unsigned i = 0; i < k; i++) {
-				struct jk_pkt *p = got[i];
-
-				dp->held--;
-				p->verdict.action = p->verdict.then;
-				if (p->verdict.action == JK_ACT_DROP) {  /* its destination was deleted */
-					drop(dp, v, p, (enum jk_drop)p->verdict.drop);
-					out[n++] = p;
-					continue;
-				}
-				if (p->verdict.ce)
-					mark_ce(p);
-				complete(dp, v, (enum jk_dir)dir, p, now_ns);
-				if (p->verdict.action != JK_ACT_HELD)
-					out[n++] = p;
+			dp->held--;
+			p->verdict.action = p->verdict.then;
+			if (p->verdict.action == JK_ACT_DROP) {  /* its destination was deleted */
+				drop(dp, v, p, (enum jk_drop)p->verdict.drop);
+				out[n++] = p;
+				continue;
 			}
+			if (p->verdict.ce)
+				mark_ce(p);
+			complete(dp, v, dir, p, now_ns);
+			if (p->verdict.action != JK_ACT_HELD)
+				out[n++] = p;
+		}
+		if (!v->in_use || v->dhtb[dir].q_pkts == 0) {
+			backlog_remove_at(dp, i);   /* entry i is now the last one's: look at it next */
+			if (i >= dp->n_backlog)
+				i = 0;
+		} else {
+			i = (i + 1) % dp->n_backlog;
 		}
 	}
+	dp->backlog_cursor++;
 	return n;
 }
 
@@ -244,15 +271,15 @@ uint64_t jk_dp_next_release_ns(const struct jk_dp *dp, uint64_t now_ns)
 
 	if (dp->orphans)
 		return now_ns;
-	for (unsigned id = 0; id < JK_MAX_VNICS && dp->held; id++) {
-		if (!dp->vnics[id].in_use)
-			continue;
-		for (int dir = 0; dir < JK_DIR__COUNT; dir++) {
-			uint64_t t = jk_dhtb_next_ns(&dp->vnics[id].dhtb[dir], now_ns);
+	for (unsigned i = 0; i < dp->n_backlog; i++) {
+		const struct jk_vnic *v = &dp->vnics[dp->backlog[i] / JK_DIR__COUNT];
+		uint64_t t;
 
-			if (t && (!next || t < next))
-				next = t;
-		}
+		if (!v->in_use)
+			continue;
+		t = jk_dhtb_next_ns(&v->dhtb[dp->backlog[i] % JK_DIR__COUNT], now_ns);
+		if (t && (!next || t < next))
+			next = t;
 	}
 	return next;
 }
@@ -376,6 +403,7 @@ static void shape(struct jk_dp *dp, struct jk_vnic *v, enum jk_dir dir, struct j
 		p->verdict.shaped_vnic = vnic_id(dp, v);
 		p->verdict.shaped_dir = (uint8_t)dir;
 		dp->held++;
+		backlog_add(dp, vnic_id(dp, v), dir);
 		/* Packets of a fatter flow dropped to make room: they are
 		 * handed back (still counted in held) by jk_dp_release(). */
 		while (evicted) {

@@ -62,6 +62,9 @@ struct jk_dp {
 	struct jk_rcft rcft;
 	struct jk_dp_counters cnt;
 	uint32_t held;                    /* packets in shaper queues */
+	uint16_t backlog[JK_MAX_VNICS * JK_DIR__COUNT];     /* vNIC x 2 + dir of the queues holding packets */
+	uint8_t in_backlog[JK_MAX_VNICS * JK_DIR__COUNT];
+	unsigned n_backlog, backlog_cursor;
 	struct jk_pkt *orphans;           /* dropped queued packets (deleted vNICs, evicted), to hand back */
 };
 

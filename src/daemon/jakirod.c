@@ -149,23 +149,25 @@ static void dispatch(struct jakirod *d, struct jk_pkt **pkts, unsigned n)
 }
 
 /* Sends what the DHTB queues release now, and arms the shaper timer for
- * the next release. */
+ * the next release (a system call only when that time changes). */
 static void release_held(struct jakirod *d)
 {
 	struct jk_pkt *pkts[JK_BATCH];
-	struct itimerspec its = { { 0, 0 }, { 0, 0 } };
-	uint64_t now = jk_now_ns(), next;
+	uint64_t now, next;
 	unsigned n;
 
 	if (!d->dp->held && !d->dp->orphans)
 		return;
+	now = jk_now_ns();
 	while ((n = jk_dp_release(d->dp, now, pkts, JK_BATCH)) > 0)
 		dispatch(d, pkts, n);
 	next = jk_dp_next_release_ns(d->dp, now);
-	if (next) {
-		its.it_value.tv_sec = (time_t)(next / 1000000000ull);
-		its.it_value.tv_nsec = (long)(next % 1000000000ull);
+	if (next && next != d->shaper_armed_ns) {
+		struct itimerspec its = { .it_value = { .tv_sec = (time_t)(next / 1000000000ull),
+							 .tv_nsec = (long)(next % 1000000000ull) } };
+
 		timerfd_settime(d->shaper_fd, TFD_TIMER_ABSTIME, &its, NULL);
+		d->shaper_armed_ns = next;
 	}
 }
 
@@ -263,6 +265,7 @@ static int run(struct jakirod *d)
 
 				if (read(d->shaper_fd, &ticks, sizeof(ticks)) < 0 && errno != EAGAIN)
 					perror("jakirod: shaper timer");
+				d->shaper_armed_ns = 0;     /* fired: arm again */
 				release_held(d);
 				break;
 			}

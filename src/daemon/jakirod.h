@@ -69,6 +69,7 @@ struct jakirod {
 	uint64_t ctl_refused, ctl_expired;
 	uint64_t gro_no_buffer_counted;
 	uint64_t started_ns;
+	uint64_t shaper_armed_ns;   /* when the shaper timer fires next (0: not armed) */
 	volatile bool stop;
 };
 
