@@ -323,6 +323,32 @@ int jk_dp_vlt_del(struct jk_dp *dp, uint32_t vni, uint32_t vip)
 	return jk_vlt_del(&dp->vlt, vni, vip);
 }
 
+const struct jk_vlt_entry *jk_dp_vlt_next(const struct jk_dp *dp, uint32_t *pos)
+{
+	return jk_table_next(&dp->vlt.entries, pos);
+}
+
+const struct jk_nft_entry *jk_dp_nft_next(const struct jk_dp *dp, uint32_t *pos)
+{
+	return jk_table_next(&dp->nft.t, pos);
+}
+
+const struct jk_rcft_entry *jk_dp_rcft_next(const struct jk_dp *dp, uint32_t *pos)
+{
+	return jk_table_next(&dp->rcft.t, pos);
+}
+
+void jk_dp_snapshot(const struct jk_dp *dp, struct jk_dp_snapshot *s)
+{
+	s->cnt = dp->cnt;
+	s->vlt_entries = dp->vlt.entries.count;
+	s->nft_entries = dp->nft.t.count;
+	s->rcft_entries = dp->rcft.t.count;
+	s->vlt_gen = dp->vlt.gen;
+	s->rcft_idle_ns = dp->rcft.idle_ns;
+	s->held = dp->held;
+}
+
 void jk_dp_age(struct jk_dp *dp, uint64_t now_ns)
 {
 	jk_nft_age(&dp->nft, now_ns);

@@ -120,6 +120,30 @@ unsigned jk_dp_release(struct jk_dp *dp, uint64_t now_ns, struct jk_pkt **out, u
 /* When the next held packet can leave: 0 when none is held. */
 uint64_t jk_dp_next_release_ns(const struct jk_dp *dp, uint64_t now_ns);
 
+/* ---- read-only views for the control plane (never the packet path) ---- */
+
+/* Iterate the tables: start with *pos = 0; NULL at the end.  The entries
+ * must not be changed, nor the table while iterating. */
+const struct jk_vlt_entry *jk_dp_vlt_next(const struct jk_dp *dp, uint32_t *pos);
+const struct jk_nft_entry *jk_dp_nft_next(const struct jk_dp *dp, uint32_t *pos);
+const struct jk_rcft_entry *jk_dp_rcft_next(const struct jk_dp *dp, uint32_t *pos);
+
+/* True when a cached NFT action was built under an older VLT. */
+static inline bool jk_dp_nft_stale(const struct jk_dp *dp, const struct jk_nft_entry *e)
+{
+	return e->gen != dp->vlt.gen;
+}
+
+/* The datapath's counters and table fill, copied. */
+struct jk_dp_snapshot {
+	struct jk_dp_counters cnt;
+	uint32_t vlt_entries, nft_entries, rcft_entries;
+	uint64_t vlt_gen;
+	uint64_t rcft_idle_ns;
+	uint32_t held;                    /* packets in shaper queues */
+};
+void jk_dp_snapshot(const struct jk_dp *dp, struct jk_dp_snapshot *s);
+
 /* Ages the NFT and RCFT; call about once a second. */
 void jk_dp_age(struct jk_dp *dp, uint64_t now_ns);
 

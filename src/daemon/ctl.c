@@ -160,7 +160,7 @@ static json_t *show_vlt(struct jakirod *d)
 	const struct jk_vlt_entry *e;
 	uint32_t pos = 0;
 
-	while ((e = jk_table_next(&d->dp->vlt.entries, &pos))) {
+	while ((e = jk_dp_vlt_next(d->dp, &pos))) {
 		json_t *o = json_pack("{s:s, s:i, s:o, s:o, s:s}", "vpc", vpc_of_vni(d, e->key.vni), "vni",
 				      (int)e->key.vni, "ip", jk_ipv4_json(e->key.vip), "mac", jk_mac_json(e->mac), "kind",
 				      e->is_local ? "local" : "remote");
@@ -180,14 +180,14 @@ static json_t *show_nft(struct jakirod *d, uint64_t now)
 	const struct jk_nft_entry *e;
 	uint32_t pos = 0;
 
-	while ((e = jk_table_next(&d->dp->nft.t, &pos))) {
+	while ((e = jk_dp_nft_next(d->dp, &pos))) {
 		json_t *o = json_pack("{s:s, s:i, s:i, s:o, s:i, s:o, s:i, s:s, s:I, s:I, s:I, s:b}", "vpc",
 				      vpc_of_vni(d, e->key.vni), "vni", (int)e->key.vni, "proto", e->key.proto, "src",
 				      jk_ipv4_json(e->key.src_ip), "sport", e->key.sport, "dst", jk_ipv4_json(e->key.dst_ip),
 				      "dport", e->key.dport, "class", jk_class_name(e->cls), "packets",
 				      (json_int_t)e->packets, "bytes", (json_int_t)e->bytes, "idle_ms",
 				      (json_int_t)((now - e->last_seen_ns) / 1000000), "stale",
-				      e->gen != d->dp->vlt.gen);
+				      jk_dp_nft_stale(d->dp, e));
 
 		json_object_set_new(o, "in_vnic", json_string(d->dp->vnics[e->in_vnic].cfg.name));
 		if (e->is_local)
@@ -202,10 +202,11 @@ static json_t *show_nft(struct jakirod *d, uint64_t now)
 static json_t *show_rcft(struct jakirod *d, uint64_t now)
 {
 	json_t *flows = json_array(), *per = json_array();
+	struct jk_dp_snapshot snap;
 	const struct jk_rcft_entry *e;
 	uint32_t pos = 0;
 
-	while ((e = jk_table_next(&d->dp->rcft.t, &pos)))
+	while ((e = jk_dp_rcft_next(d->dp, &pos)))
 		json_array_append_new(
 			flows, json_pack("{s:s, s:s, s:i, s:o, s:o, s:i, s:I, s:I, s:I}", "vnic",
 					 d->dp->vnics[e->vnic_id].cfg.name, "vpc", vpc_of_vni(d, e->key.vni), "vni",
@@ -220,21 +221,26 @@ static json_t *show_rcft(struct jakirod *d, uint64_t now)
 							     (int)d->dp->rc_live[i], "qp_quota", (int)v->cfg.qp_quota,
 							     "quota_drops", (json_int_t)v->cnt.drops[JK_DROP_QP_QUOTA]));
 	}
+	jk_dp_snapshot(d->dp, &snap);
 	return json_pack("{s:o, s:o, s:I}", "vnics", per, "flows", flows, "idle_ms",
-			 (json_int_t)(d->dp->rcft.idle_ns / 1000000));
+			 (json_int_t)(snap.rcft_idle_ns / 1000000));
 }
 
 static json_t *show_stats(struct jakirod *d, uint64_t now)
 {
-	const struct jk_dp_counters *c = &d->dp->cnt;
+	struct jk_dp_snapshot snap;
+	const struct jk_dp_counters *c = &snap.cnt;
 	json_t *vnics = json_object();
-	json_t *dp = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+	json_t *dp;
+
+	jk_dp_snapshot(d->dp, &snap);
+	dp = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
 			       "encapped", (json_int_t)c->encapped, "decapped", (json_int_t)c->decapped,
 			       "local_delivered", (json_int_t)c->local_delivered, "nft_hits", (json_int_t)c->nft_hits,
 			       "nft_misses", (json_int_t)c->nft_misses, "nft_stale", (json_int_t)c->nft_stale,
-			       "nft_full", (json_int_t)c->nft_full, "nft_entries", (json_int_t)d->dp->nft.t.count,
-			       "rcft_new", (json_int_t)c->rcft_new, "rcft_entries", (json_int_t)d->dp->rcft.t.count,
-			       "ecn_alarms", (json_int_t)c->ecn_alarms, "vlt_gen", (json_int_t)d->dp->vlt.gen);
+			       "nft_full", (json_int_t)c->nft_full, "nft_entries", (json_int_t)snap.nft_entries,
+			       "rcft_new", (json_int_t)c->rcft_new, "rcft_entries", (json_int_t)snap.rcft_entries,
+			       "ecn_alarms", (json_int_t)c->ecn_alarms, "vlt_gen", (json_int_t)snap.vlt_gen);
 	json_object_set_new(dp, "drops", drops_json(c->drops));
 	for (uint16_t i = 0; i < JK_MAX_VNICS; i++) {
 		struct jk_vnic *v = jk_dp_vnic(d->dp, i);
