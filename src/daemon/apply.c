@@ -33,21 +33,21 @@ static int mkdir_p(const char *dir)
 }
 
 /* The state as it will be persisted: host VPCs, running vNICs, VLT. */
-static json_t *state_json(struct jakirod *d)
+static json_t *state_json(struct jakirod *d, int except)
 {
 	json_t *root = jk_conf_state_json(d->conf), *vnics = json_array();
 
 	for (unsigned i = 0; i < JK_MAX_VNICS; i++)
-		if (d->vnics[i].used)
+		if (jk_vnic_is_up(d, i) && (int)i != except)
 			json_array_append_new(vnics, jk_vnic_conf_json(&d->vnics[i].conf));
 	json_object_set_new(root, "vnics", vnics);
 	return root;
 }
 
-int jk_persist(struct jakirod *d, char *err, size_t errlen)
+int jk_persist(struct jakirod *d, int except, char *err, size_t errlen)
 {
 	char tmp[JK_PATH_MAX + 8], dir[JK_PATH_MAX];
-	json_t *root = state_json(d);
+	json_t *root = state_json(d, except);
 	int fd, r;
 
 	snprintf(dir, sizeof(dir), "%s", d->conf->state_file);
@@ -82,7 +82,7 @@ int jk_persist(struct jakirod *d, char *err, size_t errlen)
 static int find_vnic(struct jakirod *d, const char *name)
 {
 	for (int i = 0; i < JK_MAX_VNICS; i++)
-		if (d->vnics[i].used && strcmp(d->vnics[i].conf.name, name) == 0)
+		if (jk_vnic_is_up(d, i) && strcmp(d->vnics[i].conf.name, name) == 0)
 			return i;
 	return -1;
 }
@@ -108,7 +108,7 @@ static int vnic_precheck(struct jakirod *d, const struct jk_vnic_conf *v, char *
 	for (unsigned i = 0; i < JK_MAX_VNICS; i++) {
 		const struct jk_vnic_conf *o = &d->vnics[i].conf;
 
-		if (!d->vnics[i].used)
+		if (!jk_vnic_is_up(d, i))
 			continue;
 		if (strcmp(o->vpc, v->vpc) == 0 && o->ip == v->ip) {
 			snprintf(err, errlen, "ip: address already used by vNIC %s", o->name);
@@ -193,7 +193,6 @@ static int vnic_up(struct jakirod *d, const struct jk_vnic_conf *v, char *err, s
 		return r;
 	}
 	vnic_shape(d, id, v);
-	d->vnics[id].used = true;
 	d->vnics[id].conf = *v;
 	d->vnics[id].port = port;
 	r = jk_loop_watch_vnic(d, id);
@@ -201,7 +200,6 @@ static int vnic_up(struct jakirod *d, const struct jk_vnic_conf *v, char *err, s
 		snprintf(err, errlen, "vnics: cannot poll the backend: %s", strerror(-r));
 		jk_dp_vnic_del(d->dp, id);
 		jk_port_close(&d->vnics[id].port);
-		d->vnics[id].used = false;
 		return r;
 	}
 	return 0;
@@ -212,7 +210,6 @@ static void vnic_down(struct jakirod *d, int id)
 	jk_loop_unwatch_vnic(d, (uint16_t)id);
 	jk_dp_vnic_del(d->dp, (uint16_t)id);
 	jk_port_close(&d->vnics[id].port);
-	d->vnics[id].used = false;
 }
 
 int jk_apply_vnic_add(struct jakirod *d, const struct jk_vnic_conf *v, char *err, size_t errlen)
@@ -221,7 +218,7 @@ int jk_apply_vnic_add(struct jakirod *d, const struct jk_vnic_conf *v, char *err
 
 	if (r)
 		return r;
-	r = jk_persist(d, err, errlen);
+	r = jk_persist(d, -1, err, errlen);
 	if (r)
 		vnic_down(d, find_vnic(d, v->name));
 	return r;
@@ -237,9 +234,7 @@ int jk_apply_vnic_del(struct jakirod *d, const char *name, char *err, size_t err
 		return -ENOENT;
 	}
 	/* Persist first: if the state cannot be written, nothing changes. */
-	d->vnics[id].used = false;
-	r = jk_persist(d, err, errlen);
-	d->vnics[id].used = true;
+	r = jk_persist(d, id, err, errlen);
 	if (r)
 		return r;
 	vnic_down(d, id);
@@ -299,7 +294,7 @@ int jk_apply_vnic_set(struct jakirod *d, const char *name, json_t *patch, char *
 	jk_dp_vnic_set(d->dp, (uint16_t)id, mtu, next.qp_quota);
 	vnic_shape(d, (uint16_t)id, &next);
 	d->vnics[id].conf = next;
-	r = jk_persist(d, err, errlen);
+	r = jk_persist(d, -1, err, errlen);
 	if (r) {
 		d->vnics[id].conf = prev;
 		jk_dp_vnic_set(d->dp, (uint16_t)id, prev.mtu ? prev.mtu : max_mtu, prev.qp_quota);
@@ -314,7 +309,7 @@ static int vlt_up(struct jakirod *d, const struct jk_vlt_conf *e, char *err, siz
 	int r;
 
 	for (unsigned i = 0; i < JK_MAX_VNICS; i++)
-		if (d->vnics[i].used && strcmp(d->vnics[i].conf.vpc, e->vpc) == 0 && d->vnics[i].conf.ip == e->ip) {
+		if (jk_vnic_is_up(d, i) && strcmp(d->vnics[i].conf.vpc, e->vpc) == 0 && d->vnics[i].conf.ip == e->ip) {
 			snprintf(err, errlen, "ip: address is local vNIC %s", d->vnics[i].conf.name);
 			return -EEXIST;
 		}
@@ -343,7 +338,7 @@ int jk_apply_vlt_add(struct jakirod *d, const struct jk_vlt_conf *e, char *err, 
 	} else {
 		d->conf->vlt[d->conf->n_vlt++] = *e;
 	}
-	r = jk_persist(d, err, errlen);
+	r = jk_persist(d, -1, err, errlen);
 	if (r) {
 		if (at >= 0) {
 			d->conf->vlt[at] = prev;
@@ -373,7 +368,7 @@ int jk_apply_vlt_del(struct jakirod *d, const char *vpc_name, uint32_t ip, char 
 	}
 	gone = d->conf->vlt[at];
 	d->conf->vlt[at] = d->conf->vlt[--d->conf->n_vlt];
-	r = jk_persist(d, err, errlen);
+	r = jk_persist(d, -1, err, errlen);
 	if (r) {
 		d->conf->vlt[d->conf->n_vlt] = d->conf->vlt[at];
 		d->conf->vlt[at] = gone;
@@ -409,6 +404,6 @@ int jk_apply_initial(struct jakirod *d, char *err, size_t errlen)
 void jk_vnics_close_all(struct jakirod *d)
 {
 	for (int i = 0; i < JK_MAX_VNICS; i++)
-		if (d->vnics[i].used)
+		if (jk_vnic_is_up(d, i))
 			vnic_down(d, i);
 }

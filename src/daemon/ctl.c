@@ -141,7 +141,7 @@ static json_t *show_vnics(struct jakirod *d)
 		struct jk_vnic *v = jk_dp_vnic(d->dp, i);
 		json_t *o;
 
-		if (!v || !d->vnics[i].used)
+		if (!v)
 			continue;
 		o = jk_vnic_conf_json(&d->vnics[i].conf);
 		json_object_set_new(o, "id", json_integer(i));

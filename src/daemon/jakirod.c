@@ -114,8 +114,10 @@ static void out_flush(struct jakirod *d, struct jk_outq *q)
 	} else {
 		uint16_t id = (uint16_t)(q - d->vnic_q);
 
-		sent = d->vnics[id].used ? jk_port_send(&d->vnics[id].port, q->pkts, q->n) : 0;
-		jk_dp_count_drops(d->dp, id, d->vnics[id].used ? JK_DROP_TX_FULL : JK_DROP_VNIC_DOWN, q->n - sent);
+		bool up = jk_vnic_is_up(d, id);
+
+		sent = up ? jk_port_send(&d->vnics[id].port, q->pkts, q->n) : 0;
+		jk_dp_count_drops(d->dp, id, up ? JK_DROP_TX_FULL : JK_DROP_VNIC_DOWN, q->n - sent);
 	}
 	for (unsigned i = 0; i < q->n; i++)
 		pool_put(d, q->pkts[i]);
@@ -176,7 +178,7 @@ static void on_vnic(struct jakirod *d, uint16_t id)
 	struct jk_pkt *pkts[JK_BATCH];
 	unsigned n = pool_get(d, pkts, JK_BATCH), got;
 
-	if (!d->vnics[id].used) {
+	if (!jk_vnic_is_up(d, id)) {
 		for (unsigned i = 0; i < n; i++)
 			pool_put(d, pkts[i]);
 		return;

@@ -31,9 +31,9 @@ struct jk_outq {
 };
 
 /* A vNIC as the daemon runs it: its settings and its open backend,
- * indexed like the datapath's vNICs. */
+ * indexed like the datapath's vNICs.  It is up exactly while the datapath
+ * has the vNIC (jk_vnic_is_up): one truth, no second flag to keep in step. */
 struct jk_vnic_rt {
-	bool used;
 	struct jk_vnic_conf conf;
 	struct jk_port port;
 };
@@ -75,6 +75,11 @@ struct jakirod {
 
 uint64_t jk_now_ns(void);
 
+static inline bool jk_vnic_is_up(struct jakirod *d, unsigned id)
+{
+	return jk_dp_vnic(d->dp, (uint16_t)id) != NULL;
+}
+
 /* apply.c — run-time changes; each applies fully or not at all and is
  * persisted.  0, or -errno with err set naming the field. */
 int jk_apply_vnic_add(struct jakirod *d, const struct jk_vnic_conf *v, char *err, size_t errlen);
@@ -84,7 +89,9 @@ int jk_apply_vlt_add(struct jakirod *d, const struct jk_vlt_conf *e, char *err, 
 int jk_apply_vlt_del(struct jakirod *d, const char *vpc, uint32_t ip, char *err, size_t errlen);
 /* Brings up every vNIC and VLT entry of d->conf (start-up). */
 int jk_apply_initial(struct jakirod *d, char *err, size_t errlen);
-int jk_persist(struct jakirod *d, char *err, size_t errlen);
+/* Writes the state (VPCs, the vNICs up but `except`, VLT) atomically;
+ * except = -1 for none. */
+int jk_persist(struct jakirod *d, int except, char *err, size_t errlen);
 void jk_vnics_close_all(struct jakirod *d);
 
 /* ctl.c — control socket. */
