@@ -103,7 +103,11 @@ static bool joins(const struct run *r, const struct seg *s)
 	if (memcmp(r->first.b, s->b, OUTER_SAME) != 0 || a->tos != b->tos || a->frag_off.raw != b->frag_off.raw ||
 	    a->ttl != b->ttl || a->saddr.raw != b->saddr.raw || a->daddr.raw != b->daddr.raw)
 		return false;
-	if (r->segs == 1 ? !(id == r->next_id || ((jk_get16(b->frag_off) & JK_IP_DF) && id == jk_get16(a->id)))
+	/* IDs count up; TCP under DF may keep one ID (Linux's FIXEDID).  UDP
+	 * may not: the tenant's segmentation would count them up, and a RoCE
+	 * ICRC covers the ID. */
+	if (r->segs == 1 ? !(id == r->next_id || (s->proto == JK_IPPROTO_TCP && (jk_get16(b->frag_off) & JK_IP_DF) &&
+						    id == jk_get16(a->id)))
 			 : id != (r->id_fixed ? jk_get16(a->id) : r->next_id))
 		return false;
 	if (s->proto == JK_IPPROTO_TCP) {

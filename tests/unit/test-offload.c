@@ -424,6 +424,53 @@ static void gro_keeps_apart_what_must_not_merge(void **state)
 	assert_int_equal(st.no_buffer, 2);
 }
 
+/* RoCE datagrams whose IP IDs count up (a sender's USO) become one USO
+ * super-frame that cuts back into the same datagrams; with one fixed ID
+ * (separate sends under DF) they stay apart, since the tenant's own
+ * segmentation would count the IDs up and break the ICRC. */
+static void roce_read_coalesces_only_with_ids_counting_up(void **state)
+{
+	struct env *env = *state;
+	struct jk_pkt *read = &env->pkt, *spare[8], *units[9];
+	static struct frame segs[4];
+	struct jk_gro_stats st = { 0 };
+	uint8_t hdr[JK_GSO_HDR_MAX];
+	unsigned n;
+
+	for (int fixed = 0; fixed < 2; fixed++) {
+		jk_pkt_reset(read, 0);
+		for (unsigned i = 0; i < 4; i++) {
+			roce_segment(&segs[i], fixed ? 0 : (uint16_t)i, 100 + i, i * 1024, i < 3 ? 1036 : 300, 0x11);
+			add_dgram(read, &segs[i]);
+		}
+		read->rx.seg_size = (uint16_t)(VX + segs[0].len);
+		for (unsigned i = 0; i < 8; i++)
+			spare[i] = &env->spare[i];
+		n = jk_gro_split(read, spare, 8, units, &st);
+		if (fixed) {
+			assert_int_equal(n, 4);
+			for (unsigned i = 0; i < 4; i++)
+				assert_memory_equal(units[i]->data + VX, segs[i].b, segs[i].len);
+			continue;
+		}
+		assert_int_equal(n, 1);
+		assert_int_equal(read->off.gso_type, JK_VNET_GSO_UDP_L4);
+		assert_int_equal(read->off.segs, 4);
+		assert_int_equal(read->off.gso_size, 8 + 1036 - 8);
+		read->data += VX;
+		read->len -= VX;
+		assert_int_equal(jk_parse_frame(read->data, read->len, &read->meta), JK_DROP_NONE);
+		for (unsigned i = 0; i < 4; i++) {
+			struct jk_gso_seg seg;
+
+			jk_gso_segment(read, i, hdr, &seg);
+			assert_int_equal(seg.hdr_len + seg.len, segs[i].len);
+			assert_memory_equal(hdr, segs[i].b, seg.hdr_len);
+			assert_memory_equal(read->data + seg.ofs, segs[i].b + seg.hdr_len, seg.len);
+		}
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -433,6 +480,7 @@ int main(void)
 		T(bad_headers_dropped_by_reason),
 		T(tcp_read_coalesces_and_cuts_back),
 		T(gro_keeps_apart_what_must_not_merge),
+		T(roce_read_coalesces_only_with_ids_counting_up),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
