@@ -1,10 +1,12 @@
 /* mkseeds.c — writes the seed corpus of a fuzz target, built with the
  * hand-built frame helpers of the unit tests.
  *
- *   mkseeds egress|ingress|parse DIR
+ *   mkseeds egress|ingress|parse|vnet|gro DIR
  *
  * Seeds follow the host of fuzz-env.h: frames from vNIC A, and underlay
- * packets from C's VTEP to A (prefixed by the VTEP selector and ToS). */
+ * packets from C's VTEP to A (prefixed by the VTEP selector and ToS); for
+ * vnet, frames behind a virtio-net header (TSO, USO, partial checksums);
+ * for gro, coalescable reads of TCP segments and RoCE datagrams. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -146,6 +148,94 @@ static unsigned frames(struct frame *out, bool from_c)
 	return n;
 }
 
+/* The complete L4 checksum of an IPv4 frame (Ethernet at 0), by hand. */
+static void seed_l4_csum(struct frame *f, uint8_t proto)
+{
+	uint8_t *ip = f->b + 14, *l4 = ip + 20, ph[12];
+	uint32_t l4_len = f->len - 34, sum;
+	unsigned ofs = proto == PROTO_TCP ? 16 : 6;
+
+	memcpy(ph, ip + 12, 8);
+	ph[8] = 0;
+	ph[9] = proto;
+	wr16(ph + 10, (uint16_t)l4_len);
+	wr16(l4 + ofs, 0);
+	sum = (uint16_t)~ref_csum(ph, 12) + (uint32_t)(uint16_t)~ref_csum(l4, l4_len);
+	sum = (sum & 0xffff) + (sum >> 16);
+	wr16(l4 + ofs, (uint16_t)~((sum & 0xffff) + (sum >> 16)));
+}
+
+/* A TCP segment from `smac/sip` to `dmac/dip` with sequence seq. */
+static void seed_tcp(struct frame *f, const uint8_t *dmac, const uint8_t *smac, uint32_t sip, uint32_t dip,
+		     uint16_t id, uint32_t seq, uint32_t plen)
+{
+	fr_init(f);
+	fr_eth(f, dmac, smac, ETH_IPV4);
+	fr_ipv4(f, &(struct ip4){ .src = sip, .dst = dip, .proto = PROTO_TCP, .id = id, .df = true });
+	fr_tcp(f, 40000, 5201, 5);
+	fr_payload(f, plen, (uint8_t)seq);
+	fr_done(f);
+	wr16(f->b + 38, (uint16_t)(seq >> 16));
+	wr16(f->b + 40, (uint16_t)seq);
+	f->b[47] = 0x10;                        /* ACK */
+	seed_l4_csum(f, PROTO_TCP);
+}
+
+static void seeds_vnet(void)
+{
+	static struct frame fr[16], f;
+	uint8_t buf[10 + 9216];
+	unsigned n = frames(fr, false);
+
+	for (unsigned i = 0; i < n; i++) {     /* every egress frame with no offload */
+		char name[32];
+
+		memset(buf, 0, 10);
+		memcpy(buf + 10, fr[i].b, fr[i].len);
+		snprintf(name, sizeof(name), "plain%02u", i);
+		put(name, buf, 10 + fr[i].len);
+	}
+	/* TSO: 5000 bytes to C in segments of 1398 */
+	seed_tcp(&f, MAC_C, MAC_A, IP_A, IP_C, 1, 1000, 5000);
+	memcpy(buf, (uint8_t[10]){ 1, 1, 54, 0, 0x76, 0x05, 34, 0, 16, 0 }, 10);
+	memcpy(buf + 10, f.b, f.len);
+	put("tso", buf, 10 + f.len);
+	/* USO: four RoCE packets to C behind one header */
+	fr_init(&f);
+	fr_eth(&f, MAC_C, MAC_A, ETH_IPV4);
+	fr_ipv4(&f, &(struct ip4){ .src = IP_A, .dst = IP_C, .proto = PROTO_UDP, .df = true });
+	fr_udp(&f, 49999, 4791);
+	for (unsigned i = 0; i < 4; i++) {
+		fr_bth(&f, &(struct bth){ .opcode = 0x01, .dqpn = 0x11, .psn = i });
+		fr_payload(&f, 256, (uint8_t)i);
+	}
+	fr_done(&f);
+	memcpy(buf, (uint8_t[10]){ 1, 5, 42, 0, (12 + 256) & 0xff, (12 + 256) >> 8, 34, 0, 6, 0 }, 10);
+	memcpy(buf + 10, f.b, f.len);
+	put("uso", buf, 10 + f.len);
+	/* A UDP checksum left to the device */
+	memcpy(buf, (uint8_t[10]){ 1, 0, 0, 0, 0, 0, 34, 0, 6, 0 }, 10);
+	put("partial", buf, 10 + f.len);
+}
+
+static void seeds_gro(void)
+{
+	static struct frame seg, read;
+	const uint32_t plen = 1398;
+
+	/* Six TCP segments from C to A, one read (segment size first). */
+	fr_init(&read);
+	fr_u16(&read, (uint16_t)(8 + 14 + 20 + 20 + plen));
+	fr_u8(&read, 0);                        /* C's VTEP */
+	fr_u8(&read, 2);                        /* outer ECT(0) */
+	for (unsigned i = 0; i < 6; i++) {
+		seed_tcp(&seg, MAC_A, MAC_C, IP_C, IP_A, (uint16_t)(10 + i), 5000 + i * plen, i < 5 ? plen : 600);
+		fr_vxlan(&read, 0x08, 100);
+		fr_bytes(&read, seg.b, seg.len);
+	}
+	put("tcp-read", read.b, read.len);
+}
+
 int main(int argc, char **argv)
 {
 	static struct frame fr[16], pkt;
@@ -153,7 +243,7 @@ int main(int argc, char **argv)
 	unsigned n;
 
 	if (argc != 3) {
-		fprintf(stderr, "usage: mkseeds egress|ingress|parse DIR\n");
+		fprintf(stderr, "usage: mkseeds egress|ingress|parse|vnet|gro DIR\n");
 		return 2;
 	}
 	dir = argv[2];
@@ -186,6 +276,10 @@ int main(int argc, char **argv)
 			put(name, pkt.b, pkt.len);
 		}
 	}
+	if (strcmp(argv[1], "vnet") == 0)
+		seeds_vnet();
+	if (strcmp(argv[1], "gro") == 0)
+		seeds_gro();
 	if (n_written == 0) {
 		fprintf(stderr, "mkseeds: unknown target %s\n", argv[1]);
 		return 2;
