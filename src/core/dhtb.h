@@ -103,7 +103,8 @@ static inline bool jk_dhtb_limited(const struct jk_dhtb *b) { return b->params.r
  * ACK/NAK/CNP; `ect`: its ECN field is ECT(0)/ECT(1).  A HOLD packet was
  * appended to its flow's queue.  *evicted receives the packets taken out
  * of the queue to make room for it (a list through jk_pkt.next, NULL if
- * none; counted in st[TCP].dropped): the caller drops them. */
+ * none; counted in st[TCP].dropped): the caller drops them — whatever the
+ * verdict, since p may turn out too fat to keep after all. */
 enum jk_dhtb_verdict jk_dhtb_admit(struct jk_dhtb *b, enum jk_dhtb_class c, struct jk_pkt *p, uint32_t len,
 				   bool ctrl, bool ect, uint64_t now_ns, struct jk_pkt **evicted);
 

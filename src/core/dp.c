@@ -27,6 +27,7 @@
 
 /* Packet-path helpers the control-plane calls below also use. */
 static void drop(struct jk_dp *dp, struct jk_vnic *v, struct jk_pkt *p, enum jk_drop why);
+static void orphan(struct jk_dp *dp, struct jk_vnic *v, struct jk_pkt *p, enum jk_drop why);
 static void mark_ce(struct jk_pkt *p);
 static void complete(struct jk_dp *dp, struct jk_vnic *v, enum jk_dir dir, struct jk_pkt *p, uint64_t now_ns);
 
@@ -165,11 +166,8 @@ int jk_dp_vnic_del(struct jk_dp *dp, uint16_t id)
 		unsigned n;
 
 		while ((n = jk_dhtb_flush(&v->dhtb[dir], q, 64)) > 0)
-			for (unsigned i = 0; i < n; i++) {
-				drop(dp, NULL, q[i], JK_DROP_VNIC_DOWN);
-				q[i]->next = dp->orphans;
-				dp->orphans = q[i];
-			}
+			for (unsigned i = 0; i < n; i++)
+				orphan(dp, NULL, q[i], JK_DROP_VNIC_DOWN);
 	}
 	/* Frames other vNICs' egress queues hold for it leave, in turn, as
 	 * drops: not to a vNIC that is gone, nor to one that takes its slot. */
@@ -223,6 +221,7 @@ unsigned jk_dp_release(struct jk_dp *dp, uint64_t now_ns, struct jk_pkt **out, u
 
 		dp->orphans = p->next;
 		p->next = NULL;
+		p->verdict.action = JK_ACT_DROP;   /* counted when orphaned */
 		dp->held--;
 		out[n++] = p;
 	}
@@ -366,6 +365,18 @@ static void drop(struct jk_dp *dp, struct jk_vnic *v, struct jk_pkt *p, enum jk_
 		v->cnt.drops[why]++;
 }
 
+/* A held packet taken out of its queue (evicted, or its vNIC deleted):
+ * counted as dropped now, handed back by jk_dp_release().  It stays
+ * HELD until then — it may still sit in the caller's current batch, which
+ * must not take it back as its own. */
+static void orphan(struct jk_dp *dp, struct jk_vnic *v, struct jk_pkt *p, enum jk_drop why)
+{
+	drop(dp, v, p, why);
+	p->verdict.action = JK_ACT_HELD;
+	p->next = dp->orphans;
+	dp->orphans = p;
+}
+
 static void count(struct jk_vnic *v, enum jk_dir dir, const struct jk_pkt *p, uint32_t len)
 {
 	struct jk_pkt_count *c = &v->cnt.traffic[dir][p->meta.cls];
@@ -417,9 +428,20 @@ static void shape(struct jk_dp *dp, struct jk_vnic *v, enum jk_dir dir, struct j
 	uint8_t ecn = p->meta.tos & JK_ECN_MASK;
 	bool ect = (p->meta.flags & JK_PF_IPV4) && ecn != JK_ECN_NOT_ECT;
 	bool ctrl = (p->meta.flags & JK_PF_ROCE_CTRL) != 0;
+	enum jk_dhtb_verdict verdict;
 	struct jk_pkt *evicted;
 
-	switch (jk_dhtb_admit(&v->dhtb[dir], c, p, p->verdict.shaped_len, ctrl, ect, now_ns, &evicted)) {
+	verdict = jk_dhtb_admit(&v->dhtb[dir], c, p, p->verdict.shaped_len, ctrl, ect, now_ns, &evicted);
+	/* Packets of a fatter flow dropped to make room (even when p then
+	 * did not fit): handed back, still counted in held, by
+	 * jk_dp_release(). */
+	while (evicted) {
+		struct jk_pkt *x = evicted;
+
+		evicted = x->next;
+		orphan(dp, v, x, JK_DROP_DHTB_TCP);
+	}
+	switch (verdict) {
 	case JK_DHTB_DROP:
 		drop(dp, v, p, c == JK_DHTB_RDMA ? JK_DROP_DHTB_RDMA : JK_DROP_DHTB_TCP);
 		return;
@@ -430,16 +452,6 @@ static void shape(struct jk_dp *dp, struct jk_vnic *v, enum jk_dir dir, struct j
 		p->verdict.shaped_dir = (uint8_t)dir;
 		dp->held++;
 		backlog_add(dp, vnic_id(dp, v), dir);
-		/* Packets of a fatter flow dropped to make room: they are
-		 * handed back (still counted in held) by jk_dp_release(). */
-		while (evicted) {
-			struct jk_pkt *x = evicted;
-
-			evicted = x->next;
-			drop(dp, v, x, JK_DROP_DHTB_TCP);
-			x->next = dp->orphans;
-			dp->orphans = x;
-		}
 		return;
 	case JK_DHTB_MARK:
 		mark_ce(p);

@@ -183,7 +183,7 @@ static int vnic_up(struct jakirod *d, const struct jk_vnic_conf *v, char *err, s
 	memcpy(cfg.mac, v->mac, 6);
 	cfg.mtu = eff.mtu;
 	cfg.qp_quota = v->qp_quota;
-	if ((r = jk_port_open(&port, &eff, vpc->prefix_len, err, errlen)))
+	if ((r = jk_port_open(&port, &eff, vpc->prefix_len, d->n_threads, err, errlen)))
 		return r;
 	r = jk_dp_vnic_add(d->dp, &cfg, &id);
 	if (r) {

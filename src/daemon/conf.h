@@ -21,6 +21,7 @@
 #define JK_MAX_VPCS     64
 #define JK_MAX_VLT_CONF 4096
 #define JK_ERR_MAX      256
+#define JK_MAX_THREADS  8       /* datapath threads */
 
 enum jk_backend { JK_BACKEND_TAP, JK_BACKEND_AFPACKET };
 
@@ -66,6 +67,7 @@ struct jk_conf {
 	char ctl_socket[108];
 	char state_file[JK_PATH_MAX];
 	uint64_t nft_idle_ms, rcft_idle_ms;
+	unsigned threads;                  /* datapath threads; 0 = one per core */
 	struct jk_vpc_conf vpcs[JK_MAX_VPCS];
 	unsigned n_vpcs;
 	struct jk_vnic_conf vnics[JK_MAX_VNICS];

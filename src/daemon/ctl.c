@@ -96,10 +96,12 @@ static json_t *dhtb_json(const struct jk_vnic *v)
 
 	for (unsigned dir = 0; dir < JK_DIR__COUNT; dir++) {
 		const struct jk_dhtb *b = &v->dhtb[dir];
-		json_t *d = json_pack("{s:I, s:i, s:i, s:I, s:I}", "rate", (json_int_t)b->params.rate_bps,
+		uint64_t now = jk_now_ns(), next = jk_dhtb_next_ns(b, now);
+		json_t *d = json_pack("{s:I, s:i, s:i, s:I, s:I, s:I}", "rate", (json_int_t)b->params.rate_bps,
 				      "rdma_weight", (int)b->params.weight[JK_DHTB_RDMA], "tcp_weight",
 				      (int)b->params.weight[JK_DHTB_TCP], "queue_bytes", (json_int_t)b->q_bytes,
-				      "queue_packets", (json_int_t)b->q_pkts);
+				      "queue_packets", (json_int_t)b->q_pkts, "next_release_us",
+				      (json_int_t)(next ? (int64_t)(next - now) / 1000 : -1));
 
 		for (unsigned c = 0; c < JK_DHTB__CLASSES; c++) {
 			const struct jk_dhtb_class_stats *st = &b->st[c];
@@ -231,8 +233,10 @@ static json_t *show_stats(struct jakirod *d, uint64_t now)
 	struct jk_dp_snapshot snap;
 	const struct jk_dp_counters *c = &snap.cnt;
 	json_t *vnics = json_object();
+	struct jk_gro_stats gro;
 	json_t *dp;
 
+	jk_workers_gro_stats(d, &gro);
 	jk_dp_snapshot(d->dp, &snap);
 	dp = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
 			       "encapped", (json_int_t)c->encapped, "decapped", (json_int_t)c->decapped,
@@ -242,6 +246,9 @@ static json_t *show_stats(struct jakirod *d, uint64_t now)
 			       "rcft_new", (json_int_t)c->rcft_new, "rcft_entries", (json_int_t)snap.rcft_entries,
 			       "ecn_alarms", (json_int_t)c->ecn_alarms, "vlt_gen", (json_int_t)snap.vlt_gen);
 	json_object_set_new(dp, "drops", drops_json(c->drops));
+	json_object_set_new(dp, "held", json_integer(snap.held));
+	json_object_set_new(dp, "shaper_armed_in_us",
+			    json_integer(d->shaper_armed_ns ? ((json_int_t)d->shaper_armed_ns - (json_int_t)now) / 1000 : -1));
 	for (uint16_t i = 0; i < JK_MAX_VNICS; i++) {
 		struct jk_vnic *v = jk_dp_vnic(d->dp, i);
 
@@ -259,8 +266,8 @@ static json_t *show_stats(struct jakirod *d, uint64_t now)
 			 "rx_errors", (json_int_t)d->underlay.rx_errors, "tx_errors", (json_int_t)d->underlay.tx_errors,
 			 "rx_truncated", (json_int_t)d->underlay.rx_trunc,
 			 "tx_gso_sends", (json_int_t)d->underlay.tx_gso_sends,
-			 "gro_reads", (json_int_t)d->gro.reads, "gro_datagrams", (json_int_t)d->gro.datagrams,
-			 "gro_units", (json_int_t)d->gro.units, "gro_csum_bad", (json_int_t)d->gro.csum_bad,
+			 "gro_reads", (json_int_t)gro.reads, "gro_datagrams", (json_int_t)gro.datagrams,
+			 "gro_units", (json_int_t)gro.units, "gro_csum_bad", (json_int_t)gro.csum_bad,
 			 "control", "refused", (json_int_t)d->ctl_refused, "expired", (json_int_t)d->ctl_expired);
 }
 
@@ -289,16 +296,45 @@ static json_t *done(int r, const char *err)
 	return r ? reply_error(err) : reply_ok(NULL);
 }
 
+static json_t *handle_change(struct jakirod *d, json_t *req, const char *cmd);
+static json_t *do_change(struct jakirod *d, json_t *req, const char *cmd);
+
 json_t *jk_ctl_handle(struct jakirod *d, json_t *req)
 {
 	const char *cmd = json_string_value(json_object_get(req, "cmd"));
-	char err[JK_ERR_MAX] = "";
-	int r;
 
 	if (!json_is_object(req) || !cmd)
 		return reply_error("cmd: missing");
-	if (strcmp(cmd, "show") == 0)
-		return do_show(d, req);
+	if (strcmp(cmd, "show") == 0) {
+		json_t *rep;
+
+		pthread_mutex_lock(&d->dp_lock);
+		rep = do_show(d, req);
+		pthread_mutex_unlock(&d->dp_lock);
+		return rep;
+	}
+	return handle_change(d, req, cmd);
+}
+
+/* A change: the datapath threads wait outside the core and the ports
+ * while it is made (a vNIC's ports may close). */
+static json_t *handle_change(struct jakirod *d, json_t *req, const char *cmd)
+{
+	json_t *rep;
+
+	jk_workers_pause(d);
+	pthread_mutex_lock(&d->dp_lock);
+	rep = do_change(d, req, cmd);
+	pthread_mutex_unlock(&d->dp_lock);
+	jk_workers_resume(d);
+	return rep;
+}
+
+static json_t *do_change(struct jakirod *d, json_t *req, const char *cmd)
+{
+	char err[JK_ERR_MAX] = "";
+	int r;
+
 	if (strcmp(cmd, "vnic-add") == 0) {
 		struct jk_vnic_conf v;
 

@@ -12,6 +12,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,7 +24,8 @@
 #include <time.h>
 #include <unistd.h>
 
-enum ev_kind { EV_CTL = 1, EV_UNDERLAY, EV_TIMER, EV_SIGNAL, EV_VNIC, EV_SHAPER, EV_CTL_CONN };
+/* The control thread's events (the datapath threads have their own: worker.c). */
+enum ev_kind { EV_CTL = 1, EV_TIMER, EV_SIGNAL, EV_CTL_CONN };
 
 #define EV(kind, id) ((uint64_t)(kind) << 32 | (uint32_t)(id))
 
@@ -47,16 +49,6 @@ uint64_t jk_loop_ev_ctl_conn(unsigned slot)
 	return EV(EV_CTL_CONN, slot);
 }
 
-int jk_loop_watch_vnic(struct jakirod *d, uint16_t id)
-{
-	return watch(d, d->vnics[id].port.fd, EV(EV_VNIC, id));
-}
-
-void jk_loop_unwatch_vnic(struct jakirod *d, uint16_t id)
-{
-	epoll_ctl(d->epfd, EPOLL_CTL_DEL, d->vnics[id].port.fd, NULL);
-}
-
 /* ---- packet buffers --------------------------------------------------- */
 
 static int pool_init(struct jakirod *d)
@@ -71,159 +63,7 @@ static int pool_init(struct jakirod *d)
 	return 0;
 }
 
-static unsigned pool_get(struct jakirod *d, struct jk_pkt **pkts, unsigned n)
-{
-	unsigned i;
-
-	for (i = 0; i < n && d->free_list; i++) {
-		pkts[i] = d->free_list;
-		d->free_list = pkts[i]->next;
-	}
-	return i;
-}
-
-static void pool_put(struct jakirod *d, struct jk_pkt *p)
-{
-	p->next = d->free_list;
-	d->free_list = p;
-}
-
-/* ---- the packet loop ---------------------------------------------------- */
-
-/* Queues a packet for its output port; the queues are flushed once per
- * dispatch, each port in one call. */
-static void out_push(struct jakirod *d, struct jk_outq *q, struct jk_pkt *p)
-{
-	if (q->n == 0)
-		d->pending[d->n_pending++] = q;
-	q->pkts[q->n++] = p;
-}
-
-/* Sends one port's queue; what the port did not take is a tx_full drop of
- * the vNIC it was for (or came from, for the underlay). */
-static void out_flush(struct jakirod *d, struct jk_outq *q)
-{
-	unsigned sent;
-
-	if (q == &d->under_q) {
-		sent = jk_underlay_send(&d->underlay, q->pkts, q->n);
-		if (sent < q->n)
-			for (unsigned i = 0; i < q->n; i++)
-				if (q->pkts[i]->verdict.action == JK_ACT_DROP)
-					jk_dp_count_drops(d->dp, q->pkts[i]->verdict.in_vnic, JK_DROP_TX_FULL, 1);
-	} else {
-		uint16_t id = (uint16_t)(q - d->vnic_q);
-
-		bool up = jk_vnic_is_up(d, id);
-
-		sent = up ? jk_port_send(&d->vnics[id].port, q->pkts, q->n) : 0;
-		jk_dp_count_drops(d->dp, id, up ? JK_DROP_TX_FULL : JK_DROP_VNIC_DOWN, q->n - sent);
-	}
-	for (unsigned i = 0; i < q->n; i++)
-		pool_put(d, q->pkts[i]);
-	q->n = 0;
-}
-
-/* Sends each packet where its verdict says and returns the buffers (the
- * DHTB keeps the held ones).  n <= JK_DISPATCH_MAX. */
-static void dispatch(struct jakirod *d, struct jk_pkt **pkts, unsigned n)
-{
-	for (unsigned i = 0; i < n; i++) {
-		struct jk_pkt *p = pkts[i];
-
-		switch (p->verdict.action) {
-		case JK_ACT_TO_UNDERLAY:
-			out_push(d, &d->under_q, p);
-			break;
-		case JK_ACT_TO_VNIC:
-			out_push(d, &d->vnic_q[p->verdict.out_vnic], p);
-			break;
-		case JK_ACT_HELD:
-			break;
-		default:
-			pool_put(d, p);
-			break;
-		}
-	}
-	for (unsigned i = 0; i < d->n_pending; i++)
-		out_flush(d, d->pending[i]);
-	d->n_pending = 0;
-}
-
-/* Sends what the DHTB queues release now, and arms the shaper timer for
- * the next release (a system call only when that time changes). */
-static void release_held(struct jakirod *d)
-{
-	struct jk_pkt *pkts[JK_BATCH];
-	uint64_t now, next;
-	unsigned n;
-
-	if (!d->dp->held && !d->dp->orphans)
-		return;
-	now = jk_now_ns();
-	while ((n = jk_dp_release(d->dp, now, pkts, JK_BATCH)) > 0)
-		dispatch(d, pkts, n);
-	next = jk_dp_next_release_ns(d->dp, now);
-	if (next && next != d->shaper_armed_ns) {
-		struct itimerspec its = { .it_value = { .tv_sec = (time_t)(next / 1000000000ull),
-							 .tv_nsec = (long)(next % 1000000000ull) } };
-
-		timerfd_settime(d->shaper_fd, TFD_TIMER_ABSTIME, &its, NULL);
-		d->shaper_armed_ns = next;
-	}
-}
-
-static void on_vnic(struct jakirod *d, uint16_t id)
-{
-	struct jk_pkt *pkts[JK_BATCH];
-	unsigned n = pool_get(d, pkts, JK_BATCH), got;
-
-	if (!jk_vnic_is_up(d, id)) {
-		for (unsigned i = 0; i < n; i++)
-			pool_put(d, pkts[i]);
-		return;
-	}
-	got = jk_port_recv(&d->vnics[id].port, pkts, n);
-	for (unsigned i = got; i < n; i++)
-		pool_put(d, pkts[i]);
-	if (got) {
-		jk_dp_egress(d->dp, id, pkts, got, jk_now_ns());
-		dispatch(d, pkts, got);
-	}
-	release_held(d);
-}
-
-/* Reads from the underlay; each read (a UDP_GRO buffer of datagrams) is
- * coalesced into super-frames where it can be, then goes through the
- * datapath. */
-static void on_underlay(struct jakirod *d)
-{
-	struct jk_pkt *reads[JK_UNDERLAY_READS];
-	unsigned n = pool_get(d, reads, JK_UNDERLAY_READS), got;
-	uint64_t now;
-
-	got = jk_underlay_recv(&d->underlay, reads, n);
-	for (unsigned i = got; i < n; i++)
-		pool_put(d, reads[i]);
-	now = jk_now_ns();
-	for (unsigned i = 0; i < got; i++) {
-		struct jk_pkt *spare[JK_GRO_SPARES], *units[1 + JK_GRO_SPARES];
-		unsigned n_spare = 0, n_units, used;
-
-		if (reads[i]->rx.seg_size)
-			n_spare = pool_get(d, spare, JK_GRO_SPARES);
-		n_units = jk_gro_split(reads[i], spare, n_spare, units, &d->gro);
-		used = n_units - 1;
-		for (unsigned k = used; k < n_spare; k++)
-			pool_put(d, spare[k]);
-		jk_dp_ingress(d->dp, units, n_units, now);
-		dispatch(d, units, n_units);
-	}
-	jk_dp_count_drops(d->dp, JK_VNIC_NONE, JK_DROP_NO_BUFFER, d->gro.no_buffer - d->gro_no_buffer_counted);
-	d->gro_no_buffer_counted = d->gro.no_buffer;
-	release_held(d);
-}
-
+/* The control thread: control connections, aging, signals. */
 static int run(struct jakirod *d)
 {
 	struct epoll_event evs[64];
@@ -241,12 +81,6 @@ static int run(struct jakirod *d)
 			uint32_t kind = (uint32_t)(evs[i].data.u64 >> 32), id = (uint32_t)evs[i].data.u64;
 
 			switch (kind) {
-			case EV_VNIC:
-				on_vnic(d, (uint16_t)id);
-				break;
-			case EV_UNDERLAY:
-				on_underlay(d);
-				break;
 			case EV_CTL:
 				jk_ctl_accept(d);
 				break;
@@ -257,18 +91,11 @@ static int run(struct jakirod *d)
 				uint64_t ticks;
 
 				if (read(d->timer_fd, &ticks, sizeof(ticks)) == sizeof(ticks)) {
+					pthread_mutex_lock(&d->dp_lock);
 					jk_dp_age(d->dp, jk_now_ns());
+					pthread_mutex_unlock(&d->dp_lock);
 					jk_ctl_expire(d, jk_now_ns());
 				}
-				break;
-			}
-			case EV_SHAPER: {
-				uint64_t ticks;
-
-				if (read(d->shaper_fd, &ticks, sizeof(ticks)) < 0 && errno != EAGAIN)
-					perror("jakirod: shaper timer");
-				d->shaper_armed_ns = 0;     /* fired: arm again */
-				release_held(d);
 				break;
 			}
 			case EV_SIGNAL:
@@ -281,6 +108,19 @@ static int run(struct jakirod *d)
 }
 
 /* ---- start-up ------------------------------------------------------------ */
+
+/* One datapath thread per core this process may run on, at most
+ * JK_MAX_THREADS. */
+static unsigned threads_by_cores(void)
+{
+	cpu_set_t set;
+	int n;
+
+	if (sched_getaffinity(0, sizeof(set), &set) < 0)
+		return 1;
+	n = CPU_COUNT(&set);
+	return n < 1 ? 1 : n > JK_MAX_THREADS ? JK_MAX_THREADS : (unsigned)n;
+}
 
 static void usage(FILE *f)
 {
@@ -343,6 +183,10 @@ int main(int argc, char **argv)
 	}
 	memset(&d, 0, sizeof(d));
 	d.ctl_fd = d.timer_fd = d.epfd = -1;
+	pthread_mutex_init(&d.dp_lock, NULL);
+	pthread_mutex_init(&d.pool_lock, NULL);
+	pthread_mutex_init(&d.pause_lock, NULL);
+	pthread_cond_init(&d.pause_cond, NULL);
 	for (unsigned i = 0; i < JK_CTL_CONNS; i++)
 		d.ctl_conns[i].fd = -1;
 	d.conf = calloc(1, sizeof(*d.conf));
@@ -381,10 +225,11 @@ int main(int argc, char **argv)
 		perror("jakirod: setup");
 		return 1;
 	}
-	if (jk_underlay_open(&d.underlay, d.conf->vtep, err, sizeof(err)) ||
+	d.n_threads = d.conf->threads ? d.conf->threads : threads_by_cores();
+	if (jk_underlay_open(&d.underlay, d.conf->vtep, d.n_threads, err, sizeof(err)) ||
 	    jk_apply_initial(&d, err, sizeof(err)) || jk_ctl_open(&d, err, sizeof(err)) ||
-	    watch(&d, d.underlay.rx_fd, EV(EV_UNDERLAY, 0)) || watch(&d, d.ctl_fd, EV(EV_CTL, 0)) ||
-	    watch(&d, d.timer_fd, EV(EV_TIMER, 0)) || watch(&d, d.shaper_fd, EV(EV_SHAPER, 0)) || watch(&d, sig_fd, EV(EV_SIGNAL, 0))) {
+	    watch(&d, d.ctl_fd, EV(EV_CTL, 0)) || watch(&d, d.timer_fd, EV(EV_TIMER, 0)) ||
+	    watch(&d, sig_fd, EV(EV_SIGNAL, 0)) || jk_workers_start(&d, d.n_threads, err, sizeof(err))) {
 		fprintf(stderr, "jakirod: %s\n", err);
 		jk_vnics_close_all(&d);
 		jk_ctl_close(&d);
@@ -392,10 +237,11 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	d.started_ns = jk_now_ns();
-	fprintf(stderr, "jakirod: %s up: VTEP %s:%d, %u vNICs, control %s\n", d.conf->host,
-		inet_ntoa((struct in_addr){ htonl(d.conf->vtep) }), JK_UDP_PORT_VXLAN, d.conf->n_vnics,
+	fprintf(stderr, "jakirod: %s up: VTEP %s:%d, %u vNICs, %u datapath threads, control %s\n", d.conf->host,
+		inet_ntoa((struct in_addr){ htonl(d.conf->vtep) }), JK_UDP_PORT_VXLAN, d.conf->n_vnics, d.n_threads,
 		d.conf->ctl_socket);
 	r = run(&d);
+	jk_workers_stop(&d);
 	jk_vnics_close_all(&d);
 	jk_ctl_close(&d);
 	jk_underlay_close(&d.underlay);

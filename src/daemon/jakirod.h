@@ -1,13 +1,24 @@
 /* jakirod.h — the daemon's state and the operations its parts share.
  *
- * One thread runs everything: the poll loop (jakirod.c), control requests
- * (ctl.c) and run-time changes (apply.c).  The clock is read in one place,
- * jk_now_ns(), and passed to the datapath.
+ * Threads (docs/datapath.md, "Threads"):
+ *   - N datapath threads (worker.c), each with its own epoll over its queue
+ *     of every TAP, its own underlay receive socket and its own output
+ *     queues; thread 0 also reads the AF_PACKET ports and owns the shaper
+ *     timer.  The datapath core (struct jk_dp: tables, DHTB, counters) is
+ *     shared under dp_lock, taken once per batch; the I/O runs unlocked,
+ *     in parallel.  The packet pool is shared under pool_lock.
+ *   - The control thread (jakirod.c): the control socket and its
+ *     connections (ctl.c), run-time changes (apply.c), aging, signals.  It
+ *     reads the core under dp_lock and changes vNICs only with the datapath
+ *     threads paused (jk_workers_pause), so no thread is inside a port that
+ *     is being closed.
+ * The clock is read in one place, jk_now_ns(), and passed to the core.
  */
 #ifndef JK_JAKIROD_H
 #define JK_JAKIROD_H
 
 #include <jansson.h>
+#include <pthread.h>
 #include <stdbool.h>
 
 #include "core/dp.h"
@@ -53,21 +64,42 @@ struct jk_ctl_conn {
 	uint64_t deadline_ns;       /* closed past it, answered or not */
 };
 
+struct jakirod;
+
+/* A datapath thread. */
+struct jk_worker {
+	struct jakirod *d;
+	unsigned idx;
+	pthread_t tid;
+	int epfd;
+	int wake_fd;                /* eventfd: pause or stop */
+	uint8_t scratch[JK_UNDERLAY_SCRATCH];            /* segment headers for the underlay */
+	struct jk_outq vnic_q[JK_MAX_VNICS], under_q;   /* output of the current dispatch */
+	struct jk_outq *pending[JK_MAX_VNICS + 1];      /* the non-empty ones */
+	unsigned n_pending;
+	struct jk_gro_stats gro;
+	uint64_t gro_no_buffer_counted;
+};
+
 struct jakirod {
 	struct jk_conf *conf;       /* host settings, VPCs and remote VLT entries */
 	struct jk_vnic_rt vnics[JK_MAX_VNICS];
 	struct jk_dp *dp;
 	struct jk_underlay underlay;
-	int epfd, ctl_fd, timer_fd, shaper_fd;
+	int epfd, ctl_fd, timer_fd, shaper_fd;      /* epfd: the control thread's */
 	struct jk_pkt *pool;        /* JK_POOL_PKTS buffers */
 	struct jk_pkt *free_list;
-	struct jk_outq vnic_q[JK_MAX_VNICS], under_q;   /* output of the current dispatch */
-	struct jk_outq *pending[JK_MAX_VNICS + 1];      /* the non-empty ones */
-	unsigned n_pending;
-	struct jk_gro_stats gro;
+	unsigned n_threads;         /* datapath threads, decided at start */
+	struct jk_worker *workers[JK_MAX_THREADS];
+	unsigned n_workers;         /* running */
+	pthread_mutex_t dp_lock;    /* the core, and shaper_armed_ns */
+	pthread_mutex_t pool_lock;  /* free_list */
+	pthread_mutex_t pause_lock; /* the pause hand-shake */
+	pthread_cond_t pause_cond;
+	unsigned paused;            /* threads waiting in a pause */
+	bool pausing;
 	struct jk_ctl_conn ctl_conns[JK_CTL_CONNS];
 	uint64_t ctl_refused, ctl_expired;
-	uint64_t gro_no_buffer_counted;
 	uint64_t started_ns;
 	uint64_t shaper_armed_ns;   /* when the shaper timer fires next (0: not armed) */
 	volatile bool stop;
@@ -104,10 +136,21 @@ void jk_ctl_expire(struct jakirod *d, uint64_t now_ns);
 void jk_ctl_close(struct jakirod *d);
 json_t *jk_ctl_handle(struct jakirod *d, json_t *req);
 
-/* jakirod.c — epoll registration of a vNIC's fd (data = vNIC id). */
-int jk_loop_watch_vnic(struct jakirod *d, uint16_t id);
-/* The epoll data word of control connection `slot`. */
+/* jakirod.c — the control thread's epoll data word of control
+ * connection `slot`. */
 uint64_t jk_loop_ev_ctl_conn(unsigned slot);
+
+/* worker.c — the datapath threads. */
+int jk_workers_start(struct jakirod *d, unsigned n, char *err, size_t errlen);
+void jk_workers_stop(struct jakirod *d);
+/* Holds every datapath thread outside the core and the ports until
+ * jk_workers_resume(); control thread only, and not holding dp_lock. */
+void jk_workers_pause(struct jakirod *d);
+void jk_workers_resume(struct jakirod *d);
+/* Each thread's queue of vNIC id into its epoll (data = vNIC id). */
+int jk_loop_watch_vnic(struct jakirod *d, uint16_t id);
 void jk_loop_unwatch_vnic(struct jakirod *d, uint16_t id);
+/* Coalescing counters summed over the threads (approximate while they run). */
+void jk_workers_gro_stats(struct jakirod *d, struct jk_gro_stats *sum);
 
 #endif

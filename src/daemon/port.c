@@ -50,11 +50,43 @@ static int tenant_setup(void *arg)
 	return r;
 }
 
-static int tap_open(struct jk_port *p, const struct jk_vnic_conf *v, uint8_t prefix_len, char *err, size_t errlen)
+/* Opens one queue of TAP `name` (the first creates it) with virtio-net
+ * headers and the offloads jakirod takes.  An fd, or -errno. */
+static int tap_queue(const char *name, unsigned queues, char *err, size_t errlen)
+{
+	struct ifreq ifr;
+	int fd = open("/dev/net/tun", O_RDWR | O_NONBLOCK | O_CLOEXEC), r;
+
+	if (fd < 0) {
+		r = -errno;
+		snprintf(err, errlen, "backend: cannot open /dev/net/tun: %s", strerror(errno));
+		return r;
+	}
+	memset(&ifr, 0, sizeof(ifr));
+	ifr.ifr_flags = IFF_TAP | IFF_NO_PI | IFF_VNET_HDR | (queues > 1 ? IFF_MULTI_QUEUE : 0);
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", name);
+	if (ioctl(fd, TUNSETIFF, &ifr) < 0) {
+		r = -errno;
+		snprintf(err, errlen, "ifname: cannot create TAP \"%s\": %s", name, strerror(errno));
+		close(fd);
+		return r;
+	}
+	if (ioctl(fd, TUNSETVNETHDRSZ, &(int){ sizeof(struct jk_vnet_hdr) }) < 0 ||
+	    (ioctl(fd, TUNSETOFFLOAD, (unsigned long)TAP_OFFLOADS_USO) < 0 &&
+	     ioctl(fd, TUNSETOFFLOAD, (unsigned long)TAP_OFFLOADS) < 0)) {
+		r = -errno;
+		snprintf(err, errlen, "backend: TAP \"%s\": offloads: %s", name, strerror(errno));
+		close(fd);
+		return r;
+	}
+	return fd;
+}
+
+static int tap_open(struct jk_port *p, const struct jk_vnic_conf *v, uint8_t prefix_len, unsigned queues, char *err,
+		    size_t errlen)
 {
 	struct tenant_setup s = { .v = v, .cur_name = v->ifname, .prefix_len = prefix_len };
-	struct ifreq ifr;
-	int fd, r, ns = -1;
+	int r, ns = -1;
 
 	if (v->netns[0]) {
 		ns = jk_netns_open(v->netns);
@@ -63,26 +95,13 @@ static int tap_open(struct jk_port *p, const struct jk_vnic_conf *v, uint8_t pre
 			return ns;
 		}
 	}
-	fd = open("/dev/net/tun", O_RDWR | O_NONBLOCK | O_CLOEXEC);
-	if (fd < 0) {
-		r = -errno;
-		snprintf(err, errlen, "backend: cannot open /dev/net/tun: %s", strerror(errno));
-		goto fail;
-	}
-	memset(&ifr, 0, sizeof(ifr));
-	ifr.ifr_flags = IFF_TAP | IFF_NO_PI | IFF_VNET_HDR;
-	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", v->ifname);
-	if (ioctl(fd, TUNSETIFF, &ifr) < 0) {
-		r = -errno;
-		snprintf(err, errlen, "ifname: cannot create TAP \"%s\": %s", v->ifname, strerror(errno));
-		goto fail;
-	}
-	if (ioctl(fd, TUNSETVNETHDRSZ, &(int){ sizeof(struct jk_vnet_hdr) }) < 0 ||
-	    (ioctl(fd, TUNSETOFFLOAD, (unsigned long)TAP_OFFLOADS_USO) < 0 &&
-	     ioctl(fd, TUNSETOFFLOAD, (unsigned long)TAP_OFFLOADS) < 0)) {
-		r = -errno;
-		snprintf(err, errlen, "backend: TAP \"%s\": offloads: %s", v->ifname, strerror(errno));
-		goto fail;
+	/* Every queue is attached before the TAP moves into the tenant's
+	 * namespace: TUNSETIFF finds the device by name in ours. */
+	for (p->n_fds = 0; p->n_fds < queues; p->n_fds++) {
+		r = tap_queue(v->ifname, queues, err, errlen);
+		if (r < 0)
+			goto fail;
+		p->fds[p->n_fds] = r;
 	}
 	if (ns >= 0) {
 		r = jk_nl_link_move(v->ifname, ns);
@@ -102,18 +121,16 @@ static int tap_open(struct jk_port *p, const struct jk_vnic_conf *v, uint8_t pre
 	}
 	if (ns >= 0)
 		close(ns);
-	p->fd = fd;
 	return 0;
 fail:
-	if (fd >= 0)
-		close(fd);   /* a non-persistent TAP disappears with its fd */
+	jk_port_close(p);   /* a non-persistent TAP disappears with its last fd */
 	if (ns >= 0)
 		close(ns);
 	return r;
 }
 
-static int afpacket_open(struct jk_port *p, const struct jk_vnic_conf *v, uint8_t prefix_len, char *err,
-			 size_t errlen)
+static int afpacket_open(struct jk_port *p, const struct jk_vnic_conf *v, uint8_t prefix_len, unsigned queues,
+			 char *err, size_t errlen)
 {
 	struct sockaddr_ll sll;
 	int one = 1, size;
@@ -146,7 +163,8 @@ static int afpacket_open(struct jk_port *p, const struct jk_vnic_conf *v, uint8_
 		close(fd);
 		return r;
 	}
-	p->fd = fd;
+	p->fds[0] = fd;
+	p->n_fds = 1;
 	return 0;
 }
 
@@ -161,7 +179,7 @@ static void vnet_iov(struct iovec iov[2], struct jk_pkt *p, bool for_recv)
 }
 
 /* A TAP reads and writes one frame per call. */
-static unsigned tap_recv(struct jk_port *p, struct jk_pkt **pkts, unsigned n)
+static unsigned tap_recv(struct jk_port *p, int fd, struct jk_pkt **pkts, unsigned n)
 {
 	unsigned got = 0;
 
@@ -171,10 +189,10 @@ static unsigned tap_recv(struct jk_port *p, struct jk_pkt **pkts, unsigned n)
 
 		jk_pkt_reset(pkts[got], 0);
 		vnet_iov(iov, pkts[got], true);
-		r = readv(p->fd, iov, 2);
+		r = readv(fd, iov, 2);
 		if (r < (ssize_t)sizeof(struct jk_vnet_hdr)) {
 			if (r < 0 && errno != EAGAIN && errno != EINTR)
-				p->rx_errors++;
+				__atomic_add_fetch(&p->rx_errors, 1, __ATOMIC_RELAXED);
 			if (r < 0)
 				break;
 			continue;        /* shorter than its header: nothing to carry */
@@ -184,22 +202,22 @@ static unsigned tap_recv(struct jk_port *p, struct jk_pkt **pkts, unsigned n)
 	return got;
 }
 
-static unsigned tap_send(struct jk_port *p, struct jk_pkt **pkts, unsigned n)
+static unsigned tap_send(struct jk_port *p, int fd, struct jk_pkt **pkts, unsigned n)
 {
 	for (unsigned i = 0; i < n; i++) {
 		struct iovec iov[2];
 
 		jk_offload_export(pkts[i], &pkts[i]->vnet);
 		vnet_iov(iov, pkts[i], false);
-		if (writev(p->fd, iov, 2) != (ssize_t)(sizeof(struct jk_vnet_hdr) + pkts[i]->len)) {
-			p->tx_errors++;
+		if (writev(fd, iov, 2) != (ssize_t)(sizeof(struct jk_vnet_hdr) + pkts[i]->len)) {
+			__atomic_add_fetch(&p->tx_errors, 1, __ATOMIC_RELAXED);
 			return i;
 		}
 	}
 	return n;
 }
 
-static unsigned afpacket_recv(struct jk_port *p, struct jk_pkt **pkts, unsigned n)
+static unsigned afpacket_recv(struct jk_port *p, int fd, struct jk_pkt **pkts, unsigned n)
 {
 	struct mmsghdr msgs[n];
 	struct iovec iov[n][2];
@@ -212,10 +230,10 @@ static unsigned afpacket_recv(struct jk_port *p, struct jk_pkt **pkts, unsigned 
 		msgs[i].msg_hdr.msg_iov = iov[i];
 		msgs[i].msg_hdr.msg_iovlen = 2;
 	}
-	r = recvmmsg(p->fd, msgs, n, MSG_DONTWAIT, NULL);
+	r = recvmmsg(fd, msgs, n, MSG_DONTWAIT, NULL);
 	if (r < 0) {
 		if (errno != EAGAIN && errno != EINTR)
-			p->rx_errors++;
+			__atomic_add_fetch(&p->rx_errors, 1, __ATOMIC_RELAXED);
 		return 0;
 	}
 	for (int i = 0; i < r; i++) {
@@ -230,7 +248,7 @@ static unsigned afpacket_recv(struct jk_port *p, struct jk_pkt **pkts, unsigned 
 	return (unsigned)r;
 }
 
-static unsigned afpacket_send(struct jk_port *p, struct jk_pkt **pkts, unsigned n)
+static unsigned afpacket_send(struct jk_port *p, int fd, struct jk_pkt **pkts, unsigned n)
 {
 	struct mmsghdr msgs[n];
 	struct iovec iov[n][2];
@@ -244,10 +262,10 @@ static unsigned afpacket_send(struct jk_port *p, struct jk_pkt **pkts, unsigned 
 		msgs[i].msg_hdr.msg_iovlen = 2;
 	}
 	while (sent < n) {
-		int r = sendmmsg(p->fd, msgs + sent, n - sent, MSG_DONTWAIT);
+		int r = sendmmsg(fd, msgs + sent, n - sent, MSG_DONTWAIT);
 
 		if (r <= 0) {
-			p->tx_errors++;
+			__atomic_add_fetch(&p->tx_errors, 1, __ATOMIC_RELAXED);
 			break;
 		}
 		sent += (unsigned)r;
@@ -260,18 +278,18 @@ static const struct jk_port_ops port_ops[] = {
 	[JK_BACKEND_AFPACKET] = { "afpacket", afpacket_open, afpacket_recv, afpacket_send },
 };
 
-int jk_port_open(struct jk_port *p, const struct jk_vnic_conf *v, uint8_t prefix_len, char *err, size_t errlen)
+int jk_port_open(struct jk_port *p, const struct jk_vnic_conf *v, uint8_t prefix_len, unsigned queues, char *err,
+		 size_t errlen)
 {
 	memset(p, 0, sizeof(*p));
-	p->fd = -1;
 	p->ops = &port_ops[v->backend];
 	snprintf(p->ifname, sizeof(p->ifname), "%s", v->ifname);
-	return p->ops->open(p, v, prefix_len, err, errlen);
+	return p->ops->open(p, v, prefix_len, queues < 1 ? 1 : queues, err, errlen);
 }
 
 void jk_port_close(struct jk_port *p)
 {
-	if (p->fd >= 0)
-		close(p->fd);
-	p->fd = -1;
+	for (unsigned i = 0; i < p->n_fds; i++)
+		close(p->fds[i]);
+	p->n_fds = 0;
 }

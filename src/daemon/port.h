@@ -9,7 +9,10 @@
  * frame written carries the header jk_offload_export() makes.
  *
  * A backend is a row of operations (struct jk_port_ops); recv/send move
- * up to `n` packets per call and never block.
+ * up to `n` packets per call and never block.  A TAP has one queue per
+ * datapath thread (IFF_MULTI_QUEUE: the tenant's flows spread over them);
+ * an AF_PACKET port has one socket, read by thread 0, written by any.
+ * Counters are updated atomically (several threads may send on a port).
  */
 #ifndef JK_PORT_H
 #define JK_PORT_H
@@ -23,35 +26,46 @@ struct jk_port;
 
 struct jk_port_ops {
 	const char *name;
-	/* 0, or -errno with a message in err naming the field. */
-	int (*open)(struct jk_port *p, const struct jk_vnic_conf *v, uint8_t prefix_len, char *err, size_t errlen);
-	/* Reads up to n frames into pkts (each reset first).  Count read. */
-	unsigned (*recv)(struct jk_port *p, struct jk_pkt **pkts, unsigned n);
-	/* Writes n parsed frames; returns how many were accepted: the first
-	 * ones, in order. */
-	unsigned (*send)(struct jk_port *p, struct jk_pkt **pkts, unsigned n);
+	/* Opens `queues` queues (or fewer: p->n_fds says how many).  0, or
+	 * -errno with a message in err naming the field. */
+	int (*open)(struct jk_port *p, const struct jk_vnic_conf *v, uint8_t prefix_len, unsigned queues, char *err,
+		    size_t errlen);
+	/* Reads up to n frames from queue fd into pkts (each reset first). */
+	unsigned (*recv)(struct jk_port *p, int fd, struct jk_pkt **pkts, unsigned n);
+	/* Writes n parsed frames on queue fd; returns how many were
+	 * accepted: the first ones, in order. */
+	unsigned (*send)(struct jk_port *p, int fd, struct jk_pkt **pkts, unsigned n);
 };
 
 struct jk_port {
 	const struct jk_port_ops *ops;
-	int fd;                    /* -1 when closed */
+	int fds[JK_MAX_THREADS];   /* one per queue; -1 when closed */
+	unsigned n_fds;
 	char ifname[JK_IFNAME_MAX];
 	uint64_t rx_errors, tx_errors;
 };
 
-/* Opens the backend of `v` in subnet /prefix_len.  0, or -errno with a
- * message in err. */
-int jk_port_open(struct jk_port *p, const struct jk_vnic_conf *v, uint8_t prefix_len, char *err, size_t errlen);
+/* Opens the backend of `v` in subnet /prefix_len with up to `queues`
+ * queues.  0, or -errno with a message in err. */
+int jk_port_open(struct jk_port *p, const struct jk_vnic_conf *v, uint8_t prefix_len, unsigned queues, char *err,
+		 size_t errlen);
 void jk_port_close(struct jk_port *p);
 
-static inline unsigned jk_port_recv(struct jk_port *p, struct jk_pkt **pkts, unsigned n)
+/* The queue thread `t` reads (-1: none, another thread reads this port). */
+static inline int jk_port_rx_fd(const struct jk_port *p, unsigned t)
 {
-	return n ? p->ops->recv(p, pkts, n) : 0;
+	return t < p->n_fds ? p->fds[t] : -1;
 }
 
-static inline unsigned jk_port_send(struct jk_port *p, struct jk_pkt **pkts, unsigned n)
+static inline unsigned jk_port_recv(struct jk_port *p, unsigned t, struct jk_pkt **pkts, unsigned n)
 {
-	return n ? p->ops->send(p, pkts, n) : 0;
+	return n && t < p->n_fds ? p->ops->recv(p, p->fds[t], pkts, n) : 0;
+}
+
+/* Thread t writes on its own queue, or the port's only one. */
+static inline unsigned jk_port_send(struct jk_port *p, unsigned t, struct jk_pkt **pkts, unsigned n)
+{
+	return n ? p->ops->send(p, p->fds[t < p->n_fds ? t : 0], pkts, n) : 0;
 }
 
 #endif

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/udp.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,9 +27,10 @@
 #define GSO_SEGS_MAX    64                 /* the kernel's limit per UDP_SEGMENT send */
 #define UDP_PAYLOAD_MAX (65535 - 20 - 8)   /* one (GSO) datagram's payload */
 #define SEG_HDR_ROOM    (sizeof(struct jk_vxlan_hdr) + JK_GSO_HDR_MAX)
-#define SCRATCH_SEGS    (65536 / JK_GSO_SIZE_MIN)
 
-static int udp_socket(uint32_t addr, uint16_t port, char *err, size_t errlen)
+_Static_assert(GSO_SEGS_MAX * SEG_HDR_ROOM <= JK_UNDERLAY_SCRATCH, "scratch holds one send's headers");
+
+static int udp_socket(uint32_t addr, uint16_t port, bool reuse, char *err, size_t errlen)
 {
 	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons(port), .sin_addr.s_addr = htonl(addr) };
 	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0), size = UNDERLAY_BUF;
@@ -43,6 +45,8 @@ static int udp_socket(uint32_t addr, uint16_t port, char *err, size_t errlen)
 	setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, sizeof(size));
 	setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &size, sizeof(size));
 	setsockopt(fd, IPPROTO_IP, IP_MTU_DISCOVER, &pmtu, sizeof(pmtu));
+	if (reuse)
+		setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &(int){ 1 }, sizeof(int));
 	if (bind(fd, (struct sockaddr *)&sin, sizeof(sin)) < 0) {
 		char a[INET_ADDRSTRLEN];
 
@@ -54,33 +58,34 @@ static int udp_socket(uint32_t addr, uint16_t port, char *err, size_t errlen)
 	return fd;
 }
 
-int jk_underlay_open(struct jk_underlay *u, uint32_t vtep, char *err, size_t errlen)
+int jk_underlay_open(struct jk_underlay *u, uint32_t vtep, unsigned n_rx, char *err, size_t errlen)
 {
 	int one = 1;
 
 	memset(u, 0, sizeof(*u));
-	u->rx_fd = -1;
+	for (unsigned i = 0; i < JK_UNDERLAY_RX_MAX; i++)
+		u->rx_fd[i] = -1;
 	for (unsigned i = 0; i < JK_UNDERLAY_PORTS; i++)
 		u->tx_fd[i] = -1;
 	u->vtep = vtep;
-	u->scratch = malloc(SCRATCH_SEGS * SEG_HDR_ROOM);
-	if (!u->scratch) {
-		snprintf(err, errlen, "underlay: out of memory");
-		return -ENOMEM;
-	}
-	u->rx_fd = udp_socket(vtep, JK_UDP_PORT_VXLAN, err, errlen);
-	if (u->rx_fd < 0)
-		goto fail;
-	if (setsockopt(u->rx_fd, IPPROTO_IP, IP_RECVTOS, &one, sizeof(one)) < 0 ||
-	    setsockopt(u->rx_fd, IPPROTO_UDP, UDP_GRO, &one, sizeof(one)) < 0) {
-		snprintf(err, errlen, "underlay: IP_RECVTOS / UDP_GRO: %s", strerror(errno));
-		goto fail;
+	for (u->n_rx = 0; u->n_rx < n_rx && u->n_rx < JK_UNDERLAY_RX_MAX; u->n_rx++) {
+		int fd = udp_socket(vtep, JK_UDP_PORT_VXLAN, true, err, errlen);
+
+		if (fd < 0)
+			goto fail;
+		u->rx_fd[u->n_rx] = fd;
+		if (setsockopt(fd, IPPROTO_IP, IP_RECVTOS, &one, sizeof(one)) < 0 ||
+		    setsockopt(fd, IPPROTO_UDP, UDP_GRO, &one, sizeof(one)) < 0) {
+			snprintf(err, errlen, "underlay: IP_RECVTOS / UDP_GRO: %s", strerror(errno));
+			u->n_rx++;
+			goto fail;
+		}
 	}
 	for (unsigned i = 0; i < JK_UNDERLAY_PORTS; i++) {
 		struct sockaddr_in sin;
 		socklen_t sl = sizeof(sin);
 
-		u->tx_fd[i] = udp_socket(vtep, 0, err, errlen);
+		u->tx_fd[i] = udp_socket(vtep, 0, false, err, errlen);
 		if (u->tx_fd[i] < 0 || getsockname(u->tx_fd[i], (struct sockaddr *)&sin, &sl) < 0)
 			goto fail;
 		u->tx_port[i] = ntohs(sin.sin_port);
@@ -93,19 +98,18 @@ fail:
 
 void jk_underlay_close(struct jk_underlay *u)
 {
-	if (u->rx_fd >= 0)
-		close(u->rx_fd);
-	u->rx_fd = -1;
+	for (unsigned i = 0; i < u->n_rx; i++)
+		if (u->rx_fd[i] >= 0)
+			close(u->rx_fd[i]);
+	u->n_rx = 0;
 	for (unsigned i = 0; i < JK_UNDERLAY_PORTS; i++) {
 		if (u->tx_fd[i] >= 0)
 			close(u->tx_fd[i]);
 		u->tx_fd[i] = -1;
 	}
-	free(u->scratch);
-	u->scratch = NULL;
 }
 
-unsigned jk_underlay_recv(struct jk_underlay *u, struct jk_pkt **pkts, unsigned n)
+unsigned jk_underlay_recv(struct jk_underlay *u, int fd, struct jk_pkt **pkts, unsigned n)
 {
 	if (n == 0)            /* nothing to move; and no zero-length arrays below */
 		return 0;
@@ -127,10 +131,10 @@ unsigned jk_underlay_recv(struct jk_underlay *u, struct jk_pkt **pkts, unsigned 
 		msgs[i].msg_hdr.msg_control = ctrl[i];
 		msgs[i].msg_hdr.msg_controllen = sizeof(ctrl[i]);
 	}
-	r = recvmmsg(u->rx_fd, msgs, n, MSG_DONTWAIT, NULL);
+	r = recvmmsg(fd, msgs, n, MSG_DONTWAIT, NULL);
 	if (r < 0) {
 		if (errno != EAGAIN && errno != EINTR)
-			u->rx_errors++;
+			__atomic_add_fetch(&u->rx_errors, 1, __ATOMIC_RELAXED);
 		return 0;
 	}
 	for (int i = 0; i < r; i++) {
@@ -139,7 +143,7 @@ unsigned jk_underlay_recv(struct jk_underlay *u, struct jk_pkt **pkts, unsigned 
 
 		p->len = msgs[i].msg_len;
 		if (msgs[i].msg_hdr.msg_flags & MSG_TRUNC) {
-			u->rx_trunc++;
+			__atomic_add_fetch(&u->rx_trunc, 1, __ATOMIC_RELAXED);
 			p->len = 0;   /* fails the VxLAN length check: counted there */
 		}
 		p->rx.src_vtep = ntohl(from[i].sin_addr.s_addr);
@@ -201,7 +205,7 @@ static void fill_msg(struct msghdr *m, struct send_ctl *sc, const struct jk_pkt 
 /* A super-frame: its segments' headers into scratch, then sends of up to
  * GSO_SEGS_MAX equal datagrams, payload iovecs pointing into the frame.
  * 0, or -errno of the send that failed. */
-static int send_super(struct jk_underlay *u, int fd, struct jk_pkt *p, uint8_t tos)
+static int send_super(struct jk_underlay *u, uint8_t *scratch, int fd, struct jk_pkt *p, uint8_t tos)
 {
 	unsigned segs = jk_gso_segs(p), done = 0;
 	uint32_t dgram = (uint32_t)sizeof(struct jk_vxlan_hdr) + p->off.hdr_len + p->off.gso_size;
@@ -217,7 +221,7 @@ static int send_super(struct jk_underlay *u, int fd, struct jk_pkt *p, uint8_t t
 		size_t total = 0;
 
 		for (unsigned i = 0; i < k; i++) {
-			uint8_t *h = u->scratch + (size_t)i * SEG_HDR_ROOM;
+			uint8_t *h = scratch + (size_t)i * SEG_HDR_ROOM;
 			struct jk_gso_seg seg;
 
 			jk_vxlan_hdr_init((struct jk_vxlan_hdr *)h, p->verdict.vni);
@@ -229,7 +233,8 @@ static int send_super(struct jk_underlay *u, int fd, struct jk_pkt *p, uint8_t t
 		fill_msg(&m, &sc, p, tos, k > 1 ? (uint16_t)dgram : 0, iov, 2 * k);
 		if (sendmsg(fd, &m, MSG_DONTWAIT) != (ssize_t)total)
 			return -errno;
-		u->tx_gso_sends += k > 1;
+		if (k > 1)
+			__atomic_add_fetch(&u->tx_gso_sends, 1, __ATOMIC_RELAXED);
 		done += k;
 	}
 	return 0;
@@ -238,7 +243,7 @@ static int send_super(struct jk_underlay *u, int fd, struct jk_pkt *p, uint8_t t
 /* Marks a packet the socket did not take. */
 static void failed(struct jk_underlay *u, struct jk_pkt *p)
 {
-	u->tx_errors++;
+	__atomic_add_fetch(&u->tx_errors, 1, __ATOMIC_RELAXED);
 	p->verdict.action = JK_ACT_DROP;
 	p->verdict.drop = JK_DROP_TX_FULL;
 }
@@ -280,7 +285,7 @@ static unsigned send_plain(struct jk_underlay *u, int fd, struct jk_pkt **pkts, 
 	return sent;
 }
 
-unsigned jk_underlay_send(struct jk_underlay *u, struct jk_pkt **pkts, unsigned n)
+unsigned jk_underlay_send(struct jk_underlay *u, uint8_t *scratch, struct jk_pkt **pkts, unsigned n)
 {
 	unsigned sent = 0, i = 0;
 
@@ -289,7 +294,7 @@ unsigned jk_underlay_send(struct jk_underlay *u, struct jk_pkt **pkts, unsigned 
 		unsigned slot = p->verdict.outer_sport % JK_UNDERLAY_PORTS, j = i + 1;
 
 		if (p->off.gso_type != JK_VNET_GSO_NONE) {
-			if (send_super(u, u->tx_fd[slot], p, jk_vxlan_outer_tos(p->meta.tos, u->dscp)))
+			if (send_super(u, scratch, u->tx_fd[slot], p, jk_vxlan_outer_tos(p->meta.tos, u->dscp)))
 				failed(u, p);
 			else
 				sent++;

@@ -20,7 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define FR_MAX 9216
+#define FR_MAX 66000     /* a 64 KiB super-frame with its headers */
 
 #define ETH_IPV4 0x0800
 #define ETH_ARP  0x0806

@@ -1,0 +1,428 @@
+/* worker.c — the datapath threads: read a batch (a vNIC queue, or the
+ * thread's underlay socket), run it through the core under dp_lock, send
+ * what it says through per-thread output queues, hand held packets on as
+ * the DHTB releases them.  See jakirod.h for who owns what.
+ */
+#include "daemon/jakirod.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/timerfd.h>
+#include <time.h>
+#include <unistd.h>
+
+enum ev_kind { EV_UNDERLAY = 1, EV_VNIC, EV_SHAPER, EV_WAKE };
+
+#define EV(kind, id) ((uint64_t)(kind) << 32 | (uint32_t)(id))
+
+/* ---- packet buffers (shared) -------------------------------------------- */
+
+static unsigned pool_get(struct jakirod *d, struct jk_pkt **pkts, unsigned n)
+{
+	unsigned i;
+
+	pthread_mutex_lock(&d->pool_lock);
+	for (i = 0; i < n && d->free_list; i++) {
+		pkts[i] = d->free_list;
+		d->free_list = pkts[i]->next;
+	}
+	pthread_mutex_unlock(&d->pool_lock);
+	return i;
+}
+
+static void pool_put_many(struct jakirod *d, struct jk_pkt **pkts, unsigned n)
+{
+	pthread_mutex_lock(&d->pool_lock);
+	for (unsigned i = 0; i < n; i++) {
+		pkts[i]->next = d->free_list;
+		d->free_list = pkts[i];
+	}
+	pthread_mutex_unlock(&d->pool_lock);
+}
+
+/* ---- output ---------------------------------------------------------------- */
+
+/* Queues a packet for its output port; the queues are flushed once per
+ * dispatch, each port in one call. */
+static void out_push(struct jk_worker *w, struct jk_outq *q, struct jk_pkt *p)
+{
+	if (q->n == 0)
+		w->pending[w->n_pending++] = q;
+	q->pkts[q->n++] = p;
+}
+
+/* Sends one port's queue; returns the buffers.  What the port did not take
+ * is counted (under dp_lock) as a tx_full drop of the vNIC it was for, or
+ * came from for the underlay. */
+static void out_flush(struct jk_worker *w, struct jk_outq *q)
+{
+	struct jakirod *d = w->d;
+
+	if (q == &w->under_q) {
+		unsigned sent = jk_underlay_send(&d->underlay, w->scratch, q->pkts, q->n);
+
+		if (sent < q->n) {
+			pthread_mutex_lock(&d->dp_lock);
+			for (unsigned i = 0; i < q->n; i++)
+				if (q->pkts[i]->verdict.action == JK_ACT_DROP)
+					jk_dp_count_drops(d->dp, q->pkts[i]->verdict.in_vnic, JK_DROP_TX_FULL, 1);
+			pthread_mutex_unlock(&d->dp_lock);
+		}
+	} else {
+		uint16_t id = (uint16_t)(q - w->vnic_q);
+		unsigned sent = jk_port_send(&d->vnics[id].port, w->idx, q->pkts, q->n);
+
+		if (sent < q->n) {
+			pthread_mutex_lock(&d->dp_lock);
+			jk_dp_count_drops(d->dp, id, JK_DROP_TX_FULL, q->n - sent);
+			pthread_mutex_unlock(&d->dp_lock);
+		}
+	}
+	pool_put_many(d, q->pkts, q->n);
+	q->n = 0;
+}
+
+/* Sends each packet where its verdict says and returns the buffers (the
+ * DHTB keeps the held ones).  n <= JK_DISPATCH_MAX.  Called unlocked: a
+ * vNIC cannot go away meanwhile (the control thread pauses the datapath
+ * threads first). */
+static void dispatch(struct jk_worker *w, struct jk_pkt **pkts, unsigned n)
+{
+	struct jk_pkt *dropped[JK_DISPATCH_MAX];
+	unsigned n_dropped = 0;
+
+	for (unsigned i = 0; i < n; i++) {
+		struct jk_pkt *p = pkts[i];
+
+		switch (p->verdict.action) {
+		case JK_ACT_TO_UNDERLAY:
+			out_push(w, &w->under_q, p);
+			break;
+		case JK_ACT_TO_VNIC:
+			out_push(w, &w->vnic_q[p->verdict.out_vnic], p);
+			break;
+		case JK_ACT_HELD:
+			break;
+		default:
+			dropped[n_dropped++] = p;
+			break;
+		}
+	}
+	pool_put_many(w->d, dropped, n_dropped);
+	for (unsigned i = 0; i < w->n_pending; i++)
+		out_flush(w, w->pending[i]);
+	w->n_pending = 0;
+}
+
+/* Sends what the DHTB queues release now, and arms the shaper timer for
+ * the next release (a system call only when that time changes). */
+static void release_held(struct jk_worker *w)
+{
+	struct jakirod *d = w->d;
+	struct jk_pkt *pkts[JK_BATCH];
+	uint64_t now, next = 0;
+	unsigned n;
+
+	if (!__atomic_load_n(&d->dp->held, __ATOMIC_RELAXED) && !__atomic_load_n(&d->dp->orphans, __ATOMIC_RELAXED))
+		return;
+	now = jk_now_ns();
+	do {
+		pthread_mutex_lock(&d->dp_lock);
+		n = jk_dp_release(d->dp, now, pkts, JK_BATCH);
+		if (n == 0) {
+			next = jk_dp_next_release_ns(d->dp, now);
+			if (next && next != d->shaper_armed_ns) {
+				struct itimerspec its = { .it_value = { .tv_sec = (time_t)(next / 1000000000ull),
+									 .tv_nsec = (long)(next % 1000000000ull) } };
+
+				timerfd_settime(d->shaper_fd, TFD_TIMER_ABSTIME, &its, NULL);
+				d->shaper_armed_ns = next;
+			}
+		}
+		pthread_mutex_unlock(&d->dp_lock);
+		dispatch(w, pkts, n);
+	} while (n > 0);
+}
+
+/* ---- input ------------------------------------------------------------------ */
+
+static void on_vnic(struct jk_worker *w, uint16_t id)
+{
+	struct jakirod *d = w->d;
+	struct jk_pkt *pkts[JK_BATCH];
+	unsigned n = pool_get(d, pkts, JK_BATCH), got;
+
+	got = jk_port_recv(&d->vnics[id].port, w->idx, pkts, n);
+	pool_put_many(d, pkts + got, n - got);
+	if (got) {
+		pthread_mutex_lock(&d->dp_lock);
+		jk_dp_egress(d->dp, id, pkts, got, jk_now_ns());
+		pthread_mutex_unlock(&d->dp_lock);
+		dispatch(w, pkts, got);
+	}
+	release_held(w);
+}
+
+/* Reads from the thread's underlay socket; each read (a UDP_GRO buffer of
+ * datagrams) is coalesced into super-frames where it can be (unlocked: it
+ * only touches its buffers), then goes through the core. */
+static void on_underlay(struct jk_worker *w)
+{
+	struct jakirod *d = w->d;
+	struct jk_pkt *reads[JK_UNDERLAY_READS];
+	unsigned n = pool_get(d, reads, JK_UNDERLAY_READS), got;
+	uint64_t now;
+
+	got = jk_underlay_recv(&d->underlay, d->underlay.rx_fd[w->idx], reads, n);
+	pool_put_many(d, reads + got, n - got);
+	now = jk_now_ns();
+	for (unsigned i = 0; i < got; i++) {
+		struct jk_pkt *spare[JK_GRO_SPARES], *units[1 + JK_GRO_SPARES];
+		unsigned n_spare = 0, n_units;
+
+		if (reads[i]->rx.seg_size)
+			n_spare = pool_get(d, spare, JK_GRO_SPARES);
+		n_units = jk_gro_split(reads[i], spare, n_spare, units, &w->gro);
+		pool_put_many(d, spare + (n_units - 1), n_spare - (n_units - 1));
+		pthread_mutex_lock(&d->dp_lock);
+		jk_dp_ingress(d->dp, units, n_units, now);
+		pthread_mutex_unlock(&d->dp_lock);
+		dispatch(w, units, n_units);
+	}
+	if (w->gro.no_buffer != w->gro_no_buffer_counted) {
+		pthread_mutex_lock(&d->dp_lock);
+		jk_dp_count_drops(d->dp, JK_VNIC_NONE, JK_DROP_NO_BUFFER, w->gro.no_buffer - w->gro_no_buffer_counted);
+		pthread_mutex_unlock(&d->dp_lock);
+		w->gro_no_buffer_counted = w->gro.no_buffer;
+	}
+	release_held(w);
+}
+
+/* ---- pausing ---------------------------------------------------------------- */
+
+/* Waits here while the control thread changes vNICs.  True if it paused:
+ * events already read may name ports that are gone, so the caller drops
+ * them and polls again. */
+static bool maybe_pause(struct jk_worker *w)
+{
+	struct jakirod *d = w->d;
+	uint64_t v;
+	bool did = false;
+
+	if (read(w->wake_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+		perror("jakirod: wake");
+	pthread_mutex_lock(&d->pause_lock);
+	if (d->pausing) {
+		did = true;
+		d->paused++;
+		pthread_cond_broadcast(&d->pause_cond);
+		while (d->pausing)
+			pthread_cond_wait(&d->pause_cond, &d->pause_lock);
+		d->paused--;
+		pthread_cond_broadcast(&d->pause_cond);
+	}
+	pthread_mutex_unlock(&d->pause_lock);
+	return did;
+}
+
+static void wake(struct jk_worker *w)
+{
+	uint64_t one = 1;
+
+	if (write(w->wake_fd, &one, sizeof(one)) < 0)
+		perror("jakirod: wake");
+}
+
+void jk_workers_pause(struct jakirod *d)
+{
+	if (!d->n_workers)
+		return;
+	pthread_mutex_lock(&d->pause_lock);
+	d->pausing = true;
+	pthread_mutex_unlock(&d->pause_lock);
+	for (unsigned i = 0; i < d->n_workers; i++)
+		wake(d->workers[i]);
+	pthread_mutex_lock(&d->pause_lock);
+	while (d->paused < d->n_workers)
+		pthread_cond_wait(&d->pause_cond, &d->pause_lock);
+	pthread_mutex_unlock(&d->pause_lock);
+}
+
+void jk_workers_resume(struct jakirod *d)
+{
+	if (!d->n_workers)
+		return;
+	pthread_mutex_lock(&d->pause_lock);
+	d->pausing = false;
+	pthread_cond_broadcast(&d->pause_cond);
+	while (d->paused > 0)     /* all out, so a next pause counts afresh */
+		pthread_cond_wait(&d->pause_cond, &d->pause_lock);
+	pthread_mutex_unlock(&d->pause_lock);
+}
+
+/* ---- the threads ------------------------------------------------------------ */
+
+static void *worker_main(void *arg)
+{
+	struct jk_worker *w = arg;
+	struct jakirod *d = w->d;
+	struct epoll_event evs[64];
+
+	while (!__atomic_load_n(&d->stop, __ATOMIC_ACQUIRE)) {
+		int n = epoll_wait(w->epfd, evs, 64, -1);
+
+		if (n < 0 && errno != EINTR) {
+			perror("jakirod: epoll_wait");
+			break;
+		}
+		for (int i = 0; i < n; i++) {
+			uint32_t kind = (uint32_t)(evs[i].data.u64 >> 32), id = (uint32_t)evs[i].data.u64;
+
+			if (kind == EV_WAKE) {
+				if (maybe_pause(w))
+					break;      /* the rest may name closed ports */
+				continue;
+			}
+			switch (kind) {
+			case EV_VNIC:
+				on_vnic(w, (uint16_t)id);
+				break;
+			case EV_UNDERLAY:
+				on_underlay(w);
+				break;
+			case EV_SHAPER: {
+				uint64_t ticks;
+
+				if (read(d->shaper_fd, &ticks, sizeof(ticks)) < 0 && errno != EAGAIN)
+					perror("jakirod: shaper timer");
+				pthread_mutex_lock(&d->dp_lock);
+				d->shaper_armed_ns = 0;     /* fired: arm again */
+				pthread_mutex_unlock(&d->dp_lock);
+				release_held(w);
+				break;
+			}
+			}
+		}
+	}
+	return NULL;
+}
+
+static int watch(int epfd, int fd, uint64_t data)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = data };
+
+	return epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev) < 0 ? -errno : 0;
+}
+
+int jk_loop_watch_vnic(struct jakirod *d, uint16_t id)
+{
+	for (unsigned t = 0; t < d->n_workers; t++) {
+		int fd = jk_port_rx_fd(&d->vnics[id].port, t), r;
+
+		if (fd >= 0 && (r = watch(d->workers[t]->epfd, fd, EV(EV_VNIC, id)))) {
+			jk_loop_unwatch_vnic(d, id);
+			return r;
+		}
+	}
+	return 0;
+}
+
+void jk_loop_unwatch_vnic(struct jakirod *d, uint16_t id)
+{
+	for (unsigned t = 0; t < d->n_workers; t++) {
+		int fd = jk_port_rx_fd(&d->vnics[id].port, t);
+
+		if (fd >= 0)
+			epoll_ctl(d->workers[t]->epfd, EPOLL_CTL_DEL, fd, NULL);
+	}
+}
+
+static void worker_free(struct jk_worker *w)
+{
+	if (w->epfd >= 0)
+		close(w->epfd);
+	if (w->wake_fd >= 0)
+		close(w->wake_fd);
+	free(w);
+}
+
+int jk_workers_start(struct jakirod *d, unsigned n, char *err, size_t errlen)
+{
+	/* Set up every thread's epoll first (vNICs already up are watched by
+	 * all), then start them. */
+	for (unsigned t = 0; t < n; t++) {
+		struct jk_worker *w = calloc(1, sizeof(*w));
+
+		if (!w) {
+			snprintf(err, errlen, "threads: out of memory");
+			goto fail;
+		}
+		w->d = d;
+		w->idx = t;
+		w->epfd = epoll_create1(EPOLL_CLOEXEC);
+		w->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+		d->workers[d->n_workers++] = w;
+		if (w->epfd < 0 || w->wake_fd < 0 || watch(w->epfd, w->wake_fd, EV(EV_WAKE, 0)) ||
+		    watch(w->epfd, d->underlay.rx_fd[t], EV(EV_UNDERLAY, 0)) ||
+		    (t == 0 && watch(w->epfd, d->shaper_fd, EV(EV_SHAPER, 0)))) {
+			snprintf(err, errlen, "threads: epoll: %s", strerror(errno));
+			goto fail;
+		}
+	}
+	for (uint16_t id = 0; id < JK_MAX_VNICS; id++)
+		if (jk_vnic_is_up(d, id) && jk_loop_watch_vnic(d, id)) {
+			snprintf(err, errlen, "threads: cannot poll vNIC %s: %s", d->vnics[id].conf.name,
+				 strerror(errno));
+			goto fail;
+		}
+	for (unsigned t = 0; t < n; t++) {
+		int r = pthread_create(&d->workers[t]->tid, NULL, worker_main, d->workers[t]);
+
+		if (r) {
+			snprintf(err, errlen, "threads: cannot start thread %u: %s", t, strerror(r));
+			__atomic_store_n(&d->stop, true, __ATOMIC_RELEASE);
+			for (unsigned k = 0; k < t; k++) {
+				wake(d->workers[k]);
+				pthread_join(d->workers[k]->tid, NULL);
+			}
+			d->n_workers = n;
+			goto fail;
+		}
+	}
+	return 0;
+fail:
+	for (unsigned t = 0; t < d->n_workers; t++)
+		worker_free(d->workers[t]);
+	d->n_workers = 0;
+	return -EINVAL;
+}
+
+void jk_workers_stop(struct jakirod *d)
+{
+	__atomic_store_n(&d->stop, true, __ATOMIC_RELEASE);
+	for (unsigned t = 0; t < d->n_workers; t++)
+		wake(d->workers[t]);
+	for (unsigned t = 0; t < d->n_workers; t++) {
+		pthread_join(d->workers[t]->tid, NULL);
+		worker_free(d->workers[t]);
+	}
+	d->n_workers = 0;
+}
+
+void jk_workers_gro_stats(struct jakirod *d, struct jk_gro_stats *sum)
+{
+	memset(sum, 0, sizeof(*sum));
+	for (unsigned t = 0; t < d->n_workers; t++) {
+		const struct jk_gro_stats *g = &d->workers[t]->gro;
+
+		sum->reads += g->reads;
+		sum->datagrams += g->datagrams;
+		sum->units += g->units;
+		sum->csum_bad += g->csum_bad;
+		sum->no_buffer += g->no_buffer;
+	}
+}

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Datapath threads: a host set to 2 threads runs 2 (a TAP queue and an
+# underlay socket each), spreads a tenant's flows over them, and a vNIC's
+# DHTB still holds its rate with both threads carrying its traffic (the
+# core is shared: docs/datapath.md); vNICs added and removed at run time
+# while traffic flows; a bad thread count is refused, naming the field.
+source "$(dirname "$0")/../lib.sh"
+need iperf3 python3
+
+cat > "$WORK/topo.json" <<'JSON'
+{
+  "hosts": [ {"name": "h1", "underlay": "172.30.0.1/24", "threads": 2},
+             {"name": "h2", "underlay": "172.30.0.2/24", "threads": 2} ],
+  "vpcs":  [ {"name": "blue", "vni": 1001, "subnet": "10.0.0.0/24"} ],
+  "vnics": [ {"name": "b1", "vpc": "blue", "host": "h1", "ip": "10.0.0.1", "rate": "200mbit"},
+             {"name": "b2", "vpc": "blue", "host": "h2", "ip": "10.0.0.2"} ]
+}
+JSON
+lab_up "$WORK/topo.json" || { not_ok "lab up"; exit 1; }
+
+check "h1 runs 2 datapath threads" grep -q "2 datapath threads" "/run/jakiro-lab/$LAB_PREFIX/h1.log"
+check "the tenant's TAP has 2 queues" test "$(lab exec b1 -- ls /sys/class/net/eth0/queues | grep -c '^tx-')" -eq 2
+
+listening() { lab exec "$1" -- ss -ltn | grep -q ":$2 "; }
+lab exec b2 -- timeout 20 iperf3 -s -1 -p 5401 >/dev/null 2>&1 &
+wait_until 5 listening b2 5401 || not_ok "iperf3 server listens"
+lab exec b1 -- timeout 15 iperf3 -c 10.0.0.2 -p 5401 -t 4 -O 1 -P 8 -J > "$WORK/p8.json"
+
+rate=$(python3 -c "import json; d=json.load(open('$WORK/p8.json')); print(round(d['end']['sum_received']['bits_per_second'] / 1e6, 1))")
+check "8 flows through a 200 Mbit/s vNIC on 2 threads: $rate Mbit/s (the TCP goodput of 200: 180-205)" \
+	python3 -c "exit(0 if 180 <= $rate <= 205 else 1)"
+
+# Add and remove a vNIC while traffic flows through the threads.
+lab exec b2 -- timeout 20 iperf3 -s -1 -p 5402 >/dev/null 2>&1 &
+wait_until 5 listening b2 5402 || not_ok "iperf3 server listens"
+lab exec b1 -- timeout 15 iperf3 -c 10.0.0.2 -p 5402 -t 4 -P 4 > "$WORK/bg.out" 2>&1 &
+bg=$!
+for i in 1 2 3 4 5; do
+	lab ctl h1 -- vnic add x$i vpc blue ip 10.0.0.$((10 + i)) >/dev/null 2>&1 || not_ok "vnic add x$i during traffic"
+	lab ctl h1 -- vnic del x$i >/dev/null 2>&1 || not_ok "vnic del x$i during traffic"
+done
+wait $bg; bg_rc=$?
+check "traffic went on while vNICs came and went" test "$bg_rc" -eq 0
+grep -q "iperf Done" "$WORK/bg.out" || cat "$WORK/bg.out"
+check "the daemon answers after that" lab ctl h1 -- show vnics
+
+# A thread count out of range is refused before anything is opened.
+cat > "$WORK/bad.json" <<'JSON'
+{"host": "hx", "vtep": "172.30.9.1", "threads": 9, "vpcs": [], "vnics": []}
+JSON
+"$JAKIRO_BIN/jakirod" -c "$WORK/bad.json" --check > "$WORK/bad.out" 2>&1
+check "threads 9 refused, naming the field" grep -q "threads" "$WORK/bad.out"
+exit $FAILED
