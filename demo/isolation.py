@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""The demo's isolation part, on the lab demo/run built (prefix "demo"):
+"""The demo's isolation part, on the lab demo/run built (prefix "demo", or
+$JAKIRO_LAB_PREFIX):
 blue1 and red1 (h1) get an egress rate at run time (jakiroctl vnic set),
 blue with weights RDMA:TCP 1:1 and red 3:1; then both tenants run RDMA
 (jk_write_bw) and TCP (iperf3) greedy at once to their peers on h2 —
@@ -31,7 +32,7 @@ def main():
     rate = int(sys.argv[3]) if len(sys.argv) > 3 else 100
     join = secs // 3
     with open(os.path.join(os.path.dirname(HERE), "lab", "topologies", "demo.json")) as f:
-        lab = iso.Lab("demo", json.load(f), out)
+        lab = iso.Lab(os.environ.get("JAKIRO_LAB_PREFIX", "demo"), json.load(f), out)
     for t, (wr, wt) in WEIGHTS.items():
         lab.ctl("h1", "vnic", "set", t + "1", "rate", "%dmbit" % rate, "rdma_weight", str(wr), "tcp_weight", str(wt))
         print("jakiroctl vnic set %s1 rate %dmbit rdma_weight %d tcp_weight %d" % (t, rate, wr, wt))
