@@ -86,9 +86,23 @@ static void out_flush(struct jk_worker *w, struct jk_outq *q)
 	q->n = 0;
 }
 
-/* Sends each packet where its verdict says and returns the buffers (the
- * DHTB keeps the held ones).  n <= JK_DISPATCH_MAX.  Called unlocked: a
- * vNIC cannot go away meanwhile (the control thread pauses the datapath
+/* Keeps, in place, the packets the core did not hold; returns how many.
+ * Call under dp_lock, right after the core call: once the lock is gone, a
+ * held packet belongs to the core — another thread may evict it, release
+ * it and send it — and must not be looked at again. */
+static unsigned own_packets(struct jk_pkt **pkts, unsigned n)
+{
+	unsigned k = 0;
+
+	for (unsigned i = 0; i < n; i++)
+		if (pkts[i]->verdict.action != JK_ACT_HELD)
+			pkts[k++] = pkts[i];
+	return k;
+}
+
+/* Sends each packet where its verdict says and returns the buffers; none
+ * is held (own_packets).  n <= JK_DISPATCH_MAX.  Called unlocked: a vNIC
+ * cannot go away meanwhile (the control thread pauses the datapath
  * threads first). */
 static void dispatch(struct jk_worker *w, struct jk_pkt **pkts, unsigned n)
 {
@@ -104,8 +118,6 @@ static void dispatch(struct jk_worker *w, struct jk_pkt **pkts, unsigned n)
 			break;
 		case JK_ACT_TO_VNIC:
 			out_push(w, &w->vnic_q[p->verdict.out_vnic], p);
-			break;
-		case JK_ACT_HELD:
 			break;
 		default:
 			dropped[n_dropped++] = p;
@@ -125,7 +137,7 @@ static void release_held(struct jk_worker *w)
 	struct jakirod *d = w->d;
 	struct jk_pkt *pkts[JK_BATCH];
 	uint64_t now, next = 0;
-	unsigned n;
+	unsigned n, m;
 
 	if (!__atomic_load_n(&d->dp->held, __ATOMIC_RELAXED) && !__atomic_load_n(&d->dp->orphans, __ATOMIC_RELAXED))
 		return;
@@ -133,6 +145,7 @@ static void release_held(struct jk_worker *w)
 	do {
 		pthread_mutex_lock(&d->dp_lock);
 		n = jk_dp_release(d->dp, now, pkts, JK_BATCH);
+		m = own_packets(pkts, n);       /* released to a local vNIC, then held by its ingress DHTB */
 		if (n == 0) {
 			next = jk_dp_next_release_ns(d->dp, now);
 			if (next && next != d->shaper_armed_ns) {
@@ -144,7 +157,7 @@ static void release_held(struct jk_worker *w)
 			}
 		}
 		pthread_mutex_unlock(&d->dp_lock);
-		dispatch(w, pkts, n);
+		dispatch(w, pkts, m);
 	} while (n > 0);
 }
 
@@ -161,6 +174,7 @@ static void on_vnic(struct jk_worker *w, uint16_t id)
 	if (got) {
 		pthread_mutex_lock(&d->dp_lock);
 		jk_dp_egress(d->dp, id, pkts, got, jk_now_ns());
+		got = own_packets(pkts, got);
 		pthread_mutex_unlock(&d->dp_lock);
 		dispatch(w, pkts, got);
 	}
@@ -190,6 +204,7 @@ static void on_underlay(struct jk_worker *w)
 		pool_put_many(d, spare + (n_units - 1), n_spare - (n_units - 1));
 		pthread_mutex_lock(&d->dp_lock);
 		jk_dp_ingress(d->dp, units, n_units, now);
+		n_units = own_packets(units, n_units);
 		pthread_mutex_unlock(&d->dp_lock);
 		dispatch(w, units, n_units);
 	}
