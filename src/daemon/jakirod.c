@@ -167,7 +167,8 @@ int main(int argc, char **argv)
 	struct jk_dp_params params;
 	struct jakirod d;
 	sigset_t sigs;
-	int sig_fd, opt, r;
+	int sig_fd = -1, opt, r, status = 1;
+	bool dp_up = false;
 
 	while ((opt = getopt_long(argc, argv, "c:h", opts, NULL)) != -1) {
 		switch (opt) {
@@ -182,7 +183,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	memset(&d, 0, sizeof(d));
-	d.ctl_fd = d.timer_fd = d.epfd = -1;
+	d.ctl_fd = d.timer_fd = d.epfd = d.shaper_fd = -1;
 	pthread_mutex_init(&d.dp_lock, NULL);
 	pthread_mutex_init(&d.pool_lock, NULL);
 	pthread_mutex_init(&d.pause_lock, NULL);
@@ -193,16 +194,17 @@ int main(int argc, char **argv)
 	d.dp = calloc(1, sizeof(*d.dp));
 	if (!d.conf || !d.dp || pool_init(&d)) {
 		fprintf(stderr, "jakirod: out of memory\n");
-		return 1;
+		goto out;
 	}
 	if (jk_conf_load(path, d.conf, err, sizeof(err)) || load_state(d.conf, err, sizeof(err))) {
 		fprintf(stderr, "jakirod: config error: %s\n", err);
-		return 1;
+		goto out;
 	}
 	if (check_only) {
 		printf("jakirod: %s: configuration valid (%u VPCs, %u vNICs, %u VLT entries)\n", path,
 		       d.conf->n_vpcs, d.conf->n_vnics, d.conf->n_vlt);
-		return 0;
+		status = 0;
+		goto out;
 	}
 	jk_dp_params_default(&params, d.conf->vtep);
 	params.underlay_mtu = d.conf->underlay_mtu;
@@ -210,8 +212,9 @@ int main(int argc, char **argv)
 	params.rcft_idle_ns = d.conf->rcft_idle_ms * 1000000ull;
 	if ((r = jk_dp_init(d.dp, &params))) {
 		fprintf(stderr, "jakirod: datapath: %s\n", strerror(-r));
-		return 1;
+		goto out;
 	}
+	dp_up = true;
 	sigemptyset(&sigs);
 	sigaddset(&sigs, SIGTERM);
 	sigaddset(&sigs, SIGINT);
@@ -223,7 +226,7 @@ int main(int argc, char **argv)
 	d.shaper_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
 	if (sig_fd < 0 || d.epfd < 0 || d.timer_fd < 0 || d.shaper_fd < 0 || timerfd_settime(d.timer_fd, 0, &its, NULL) < 0) {
 		perror("jakirod: setup");
-		return 1;
+		goto out;
 	}
 	d.n_threads = d.conf->threads ? d.conf->threads : threads_by_cores();
 	if (jk_underlay_open(&d.underlay, d.conf->vtep, d.n_threads, err, sizeof(err)) ||
@@ -231,10 +234,7 @@ int main(int argc, char **argv)
 	    watch(&d, d.ctl_fd, EV(EV_CTL, 0)) || watch(&d, d.timer_fd, EV(EV_TIMER, 0)) ||
 	    watch(&d, sig_fd, EV(EV_SIGNAL, 0)) || jk_workers_start(&d, d.n_threads, err, sizeof(err))) {
 		fprintf(stderr, "jakirod: %s\n", err);
-		jk_vnics_close_all(&d);
-		jk_ctl_close(&d);
-		jk_underlay_close(&d.underlay);
-		return 1;
+		goto out_net;
 	}
 	d.started_ns = jk_now_ns();
 	fprintf(stderr, "jakirod: %s up: VTEP %s:%d, %u vNICs, %u datapath threads, control %s\n", d.conf->host,
@@ -242,13 +242,22 @@ int main(int argc, char **argv)
 		d.conf->ctl_socket);
 	r = run(&d);
 	jk_workers_stop(&d);
+	status = r ? 1 : 0;
+out_net:
 	jk_vnics_close_all(&d);
 	jk_ctl_close(&d);
 	jk_underlay_close(&d.underlay);
-	jk_dp_fini(d.dp);
-	fprintf(stderr, "jakirod: %s stopped\n", d.conf->host);
+out:
+	/* Every path out frees what it made: the sanitizer builds check. */
+	if (dp_up)
+		jk_dp_fini(d.dp);
+	for (int *fd = (int[]){ sig_fd, d.epfd, d.timer_fd, d.shaper_fd, -2 }; *fd != -2; fd++)
+		if (*fd >= 0)
+			close(*fd);
+	if (status == 0 && !check_only)
+		fprintf(stderr, "jakirod: %s stopped\n", d.conf->host);
 	free(d.pool);
 	free(d.dp);
 	free(d.conf);
-	return r ? 1 : 0;
+	return status;
 }

@@ -10,6 +10,25 @@ X=$BUILD/tests/rnic/rnic_xfer
 rn_setup 9000
 PORT=18540
 
+# The sum over both processes of one RNIC counter, from their last run.
+counter() {   # NAME
+	grep -ho " $1=[0-9]*" "$RN_TMP/$PORT.cli" "$RN_TMP/$PORT.srv" | awk -F= '{s += $2} END {print s + 0}'
+}
+
+# Each fault must have been injected, and the transport must have answered
+# it: "injected:answer" pairs of counter names, both > 0.
+expect() {   # NAME PAIR...
+	local name=$1 pair; shift
+	for pair in "$@"; do
+		local inj=${pair%%:*} ans=${pair#*:}
+		if [ "$(counter "$inj")" -gt 0 ] && [ "$(counter "$ans")" -gt 0 ]; then
+			ok "$name: $inj $(counter "$inj"), then $ans $(counter "$ans")"
+		else
+			not_ok "$name: $inj $(counter "$inj") injected, $ans $(counter "$ans") followed (both must be > 0)"
+		fi
+	done
+}
+
 run() {
 	local name=$1 fault=$2; shift 2
 	PORT=$((PORT + 1))
@@ -35,9 +54,13 @@ run() {
 
 A=(-n 400 -t 16 -u 10)
 run "drop 1%" drop=0.01 "${A[@]}"
+expect "drop 1%" drop_fault:retransmits
 run "duplicate 2%" dup=0.02 "${A[@]}"
+expect "duplicate 2%" fault_dup:drop_duplicate
 run "reorder 2%" reorder=0.02 "${A[@]}"
+expect "reorder 2%" fault_reorder:drop_out_of_seq
 run "drop+dup+reorder 1% each, 2 QPs" drop=0.01,dup=0.01,reorder=0.01 -q 2 "${A[@]}"
+expect "drop+dup+reorder, 2 QPs" drop_fault:retransmits fault_dup:drop_duplicate
 run "drop+dup+reorder 1% each, mtu 4096" drop=0.01,dup=0.01,reorder=0.01 -n 400 -t 16 -u 12 \
 	-m 4096 -S 0,1,4095,4096,4097,12289,1m
 run "drop 5%, RNR (2 receive WQEs)" drop=0.05 -n 200 -t 8 -r 2 -u 10

@@ -561,7 +561,7 @@ int main(int argc, char **argv)
 		printf("%s: %d QPs x %d ops, %d failures, rc %d; tx %" PRIu64 " rx %" PRIu64
 		       " retrans %" PRIu64 " timeouts %" PRIu64 " naks %" PRIu64 " rnr %" PRIu64
 		       " dup %" PRIu64 " ooo %" PRIu64 " fault-drop %" PRIu64 "\n",
-		       o.server ? "client" : "server", o.nqp, o.iters, failures, rc,
+		       o.server ? "server" : "client", o.nqp, o.iters, failures, rc,
 		       cnt.tx_pkts, cnt.rx_pkts, cnt.retransmits, cnt.timeouts,
 		       cnt.naks_seq_rx + cnt.naks_seq_tx, cnt.rnr_naks_rx + cnt.rnr_naks_tx,
 		       cnt.drop_duplicate, cnt.drop_out_of_seq, cnt.drop_fault);
