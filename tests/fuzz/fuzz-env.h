@@ -99,6 +99,17 @@ static void fz_check_segments(const struct fuzz_env *env, const struct jk_pkt *p
 		__builtin_trap();
 }
 
+/* The VNI a packet came from: its vNIC's on egress; on ingress the VxLAN
+ * header's, which sits right before the decapsulated frame. */
+static uint32_t fz_vni_from(const struct fuzz_env *env, const struct jk_pkt *p)
+{
+	if (p->verdict.in_vnic != JK_VNIC_NONE)
+		return env->dp.vnics[p->verdict.in_vnic].cfg.vni;
+	if (p->data - p->buf < (long)sizeof(struct jk_vxlan_hdr))
+		__builtin_trap();
+	return jk_vxlan_vni((const struct jk_vxlan_hdr *)(p->data - sizeof(struct jk_vxlan_hdr)));
+}
+
 /* What every verdict must satisfy, whatever the input. */
 static void fz_check_verdict(const struct fuzz_env *env, const struct jk_pkt *p)
 {
@@ -112,9 +123,14 @@ static void fz_check_verdict(const struct fuzz_env *env, const struct jk_pkt *p)
 	case JK_ACT_TO_VNIC:
 		if (p->verdict.out_vnic >= JK_MAX_VNICS || !env->dp.vnics[p->verdict.out_vnic].in_use)
 			__builtin_trap();
+		/* Isolation: never into another VNI than the frame came from. */
+		if (fz_vni_from(env, p) != env->dp.vnics[p->verdict.out_vnic].cfg.vni)
+			__builtin_trap();
 		break;
 	case JK_ACT_TO_UNDERLAY:
 		fz_check_segments(env, p);
+		if (p->verdict.vni != fz_vni_from(env, p))
+			__builtin_trap();
 		break;
 	default:
 		__builtin_trap();
