@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/units.h"
+
 static int fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 static int fail(char *err, size_t errlen, const char *fmt, ...)
@@ -69,48 +71,14 @@ int jk_parse_mac(const char *s, uint8_t mac[6])
 	return 0;
 }
 
-/* A number with an optional unit suffix from `units` (case-insensitive). */
-struct unit { const char *suffix; uint64_t mult; };
-
-static int parse_scaled(const char *s, const struct unit *units, uint64_t *out)
-{
-	char *end;
-	double v;
-
-	if (!s || !*s || isspace((unsigned char)*s) || *s == '-')
-		return -EINVAL;
-	errno = 0;
-	v = strtod(s, &end);
-	if (errno || end == s || v < 0)
-		return -EINVAL;
-	for (const struct unit *u = units; u->suffix; u++) {
-		if (strcasecmp(end, u->suffix) == 0) {
-			double r = v * (double)u->mult;
-
-			if (r > 1e18)
-				return -EINVAL;
-			*out = (uint64_t)(r + 0.5);
-			return 0;
-		}
-	}
-	return -EINVAL;
-}
-
 int jk_parse_rate(const char *s, uint64_t *bps)
 {
-	static const struct unit units[] = {
-		{ "", 1 }, { "bit", 1 }, { "kbit", 1000 }, { "mbit", 1000000 }, { "gbit", 1000000000 },
-		{ "k", 1000 }, { "m", 1000000 }, { "g", 1000000000 }, { NULL, 0 },
-	};
-	return parse_scaled(s, units, bps);
+	return jk_units_rate(s, bps);
 }
 
 int jk_parse_size(const char *s, uint64_t *bytes)
 {
-	static const struct unit units[] = {
-		{ "", 1 }, { "b", 1 }, { "k", 1024 }, { "kb", 1024 }, { "m", 1 << 20 }, { "mb", 1 << 20 }, { NULL, 0 },
-	};
-	return parse_scaled(s, units, bytes);
+	return jk_units_size(s, bytes);
 }
 
 void jk_format_ipv4(uint32_t ip, char buf[16])

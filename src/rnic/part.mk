@@ -6,4 +6,4 @@ RNIC_LIB  := $(BUILD)/lib/librnic.a
 LIBS += $(RNIC_LIB)
 all: $(RNIC_LIB)
 
-$(RNIC_LIB): $(RNIC_OBJS)
+$(RNIC_LIB): $(RNIC_OBJS) $(BUILD)/obj/src/util/units.o

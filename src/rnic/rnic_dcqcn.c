@@ -9,6 +9,7 @@
 #include <strings.h>
 
 #include "rnic/rnic_dcqcn.h"
+#include "util/units.h"
 
 #define NS_PER_SEC       1000000000ull
 #define RNIC_BURST_MIN   (16 * 1024)
@@ -223,73 +224,10 @@ int rnic_dcqcn_np_should_send(uint64_t *last_ns,
 
 /* ---- parameter parsing -------------------------------------------------- */
 
-/* "500m" / "1.5g" / "40mbit" / "100000" (bit/s). */
-static int parse_rate(const char *s, uint64_t *out)
-{
-	char *end;
-	double v = strtod(s, &end);
-
-	if (end == s || v < 0)
-		return -EINVAL;
-	switch (*end) {
-	case 'k': case 'K': v *= 1e3; end++; break;
-	case 'm': case 'M': v *= 1e6; end++; break;
-	case 'g': case 'G': v *= 1e9; end++; break;
-	default: break;
-	}
-	if ((*end && strcasecmp(end, "bit") && strcasecmp(end, "bps")) || !(v >= 0 && v < 1e19))
-		return -EINVAL;
-	*out = (uint64_t)v;
-	return 0;
-}
-
-/* "55us" / "1ms" / "2s" / "300" (ns). */
-static int parse_time(const char *s, uint64_t *out)
-{
-	char *end;
-	double v = strtod(s, &end);
-
-	if (end == s || v < 0)
-		return -EINVAL;
-	if (!*end || !strcmp(end, "ns"))
-		;
-	else if (!strcmp(end, "us"))
-		v *= 1e3;
-	else if (!strcmp(end, "ms"))
-		v *= 1e6;
-	else if (!strcmp(end, "s"))
-		v *= 1e9;
-	else
-		return -EINVAL;
-	if (!(v >= 0 && v < 1e19))
-		return -EINVAL;
-	*out = (uint64_t)v;
-	return 0;
-}
-
-/* "32k" / "1m" / "4096" (bytes, binary multiples). */
-static int parse_bytes(const char *s, uint64_t *out)
-{
-	char *end;
-	unsigned long long v = strtoull(s, &end, 0);
-	int sh = 0;
-
-	if (end == s)
-		return -EINVAL;
-	switch (*end) {
-	case 'k': case 'K': sh = 10; end++; break;
-	case 'm': case 'M': sh = 20; end++; break;
-	case 'g': case 'G': sh = 30; end++; break;
-	default: break;
-	}
-	if (v > (UINT64_MAX >> sh))
-		return -EINVAL;
-	v <<= sh;
-	if (*end)
-		return -EINVAL;
-	*out = v;
-	return 0;
-}
+/* Rates, times and sizes as everywhere in the project (util/units.h). */
+static int parse_rate(const char *s, uint64_t *out) { return jk_units_rate(s, out); }
+static int parse_time(const char *s, uint64_t *out) { return jk_units_time(s, out); }
+static int parse_bytes(const char *s, uint64_t *out) { return jk_units_size(s, out); }
 
 static int parse_u32(const char *s, uint32_t *out)
 {

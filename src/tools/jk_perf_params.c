@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "tools/jk_perf.h"
+#include "util/units.h"
 
 #define DEF_SIZE_BW   65536
 #define DEF_SIZE_LAT  2
@@ -68,19 +69,7 @@ static void usage(const struct jk_perf *p, const char *argv0)
 
 static int parse_size(const char *s, uint64_t *out)
 {
-	char *end;
-	unsigned long long v = strtoull(s, &end, 0);
-
-	switch (*end) {
-	case 'k': case 'K': v <<= 10; end++; break;
-	case 'm': case 'M': v <<= 20; end++; break;
-	case 'g': case 'G': v <<= 30; end++; break;
-	default: break;
-	}
-	if (end == s || *end)
-		return -EINVAL;
-	*out = v;
-	return 0;
+	return jk_units_size(s, out);
 }
 
 static int bad(const char *what, const char *val)

@@ -11,3 +11,6 @@ $(BUILD)/tests/unit/test-%: $(BUILD)/obj/tests/unit/test-%.o $(UNIT_HELPERS) $(C
 
 # Keep the objects (pattern-rule intermediates) so relinking stays cheap.
 .SECONDARY: $(UNIT_HELPERS) $(UNIT_NAMES:%=$(BUILD)/obj/tests/unit/test-%.o)
+
+# test-units also needs the units parser (src/util).
+$(BUILD)/tests/unit/test-units: $(BUILD)/obj/src/util/units.o
