@@ -22,10 +22,12 @@ RNIC_FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -g -O1 -Wall -Wextra -Wno-unused-para
 RNIC_FUZZ := build-fuzz/fuzz-rnic-rcv build-fuzz/fuzz-rnic-text
 fuzz: $(RNIC_FUZZ)
 
-build-fuzz/fuzz-rnic-rcv: tests/rnic/fuzz-rnic-rcv.c $(wildcard src/rnic/*.c src/rnic/*.h)
-	@mkdir -p $(dir $@)
-	clang $(RNIC_FUZZ_CFLAGS) $< $(wildcard src/rnic/*.c) -lpthread -o $@
+RNIC_FUZZ_SRCS := $(wildcard src/rnic/*.c) src/util/units.c
 
-build-fuzz/fuzz-rnic-text: tests/rnic/fuzz-rnic-text.c src/tools/jk_exch.c $(wildcard src/rnic/*.c src/rnic/*.h)
+build-fuzz/fuzz-rnic-rcv: tests/rnic/fuzz-rnic-rcv.c $(RNIC_FUZZ_SRCS) $(wildcard src/rnic/*.h src/util/*.h)
 	@mkdir -p $(dir $@)
-	clang $(RNIC_FUZZ_CFLAGS) $< src/tools/jk_exch.c $(wildcard src/rnic/*.c) -lpthread -o $@
+	clang $(RNIC_FUZZ_CFLAGS) $< $(RNIC_FUZZ_SRCS) -lpthread -o $@
+
+build-fuzz/fuzz-rnic-text: tests/rnic/fuzz-rnic-text.c src/tools/jk_exch.c $(RNIC_FUZZ_SRCS) $(wildcard src/rnic/*.h src/util/*.h)
+	@mkdir -p $(dir $@)
+	clang $(RNIC_FUZZ_CFLAGS) $< src/tools/jk_exch.c $(RNIC_FUZZ_SRCS) -lpthread -o $@
