@@ -5,6 +5,7 @@
 #   wait_until SECS CMD...        polls CMD until it succeeds or the deadline
 #   lab_up FILE                   jakiro-lab up with this run's prefix; torn down on exit
 #   lab ARGS...                   jakiro-lab with this run's prefix
+#   lab_bg ARGS...                the same in the background; $! is the command's own PID
 #   stat_of HOST JQ-PATH          a number from `jakiroctl --json show stats`
 set -u
 TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -44,6 +45,10 @@ wait_until() {
 }
 
 lab() { $LAB "$@"; }
+# `jakiro-lab ARGS...` in the background, started by this shell itself (not
+# a subshell): `exec` replaces it by the command, so $! is the command's PID
+# and `kill $!` reaches it.
+lab_bg() { $LAB "$@" & }
 lab_up() {
 	at_exit "$LAB down"
 	$LAB up "$1"

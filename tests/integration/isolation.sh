@@ -53,7 +53,7 @@ check "two tenants: red gets its rate ($((r / 1000)) kbit/s)" within "$r" "$GOOD
 
 # RDMA over the rate: marked, not dropped, and the sender's DCQCN hears CNPs.
 if [ -x "$JAKIRO_BIN/jk_write_bw" ]; then
-	lab exec blue2 -- "$JAKIRO_BIN/jk_write_bw" -d eth0 -D 3 > "$WORK/srv.log" 2>&1 &
+	lab_bg exec blue2 -- "$JAKIRO_BIN/jk_write_bw" -d eth0 -D 3 > "$WORK/srv.log" 2>&1
 	srv=$!
 	wait_listen blue2 18515
 	lab exec blue1 -- "$JAKIRO_BIN/jk_write_bw" -d eth0 -D 3 --stats --dcqcn=line_rate=1g 10.0.0.2 > "$WORK/cli.log" 2>&1
@@ -69,7 +69,7 @@ if [ -x "$JAKIRO_BIN/jk_write_bw" ]; then
 	cls_bytes() { stat_of h2 "s['vnics']['red2']['dhtb']['ingress']['$1']['bytes']"; }
 	r0=$(cls_bytes rdma); t0=$(cls_bytes tcp)
 	iperf_server red2 5204
-	lab exec red2 -- "$JAKIRO_BIN/jk_write_bw" -d eth0 -D 5 > "$WORK/srv5.log" 2>&1 &
+	lab_bg exec red2 -- "$JAKIRO_BIN/jk_write_bw" -d eth0 -D 5 > "$WORK/srv5.log" 2>&1
 	srv=$!
 	wait_listen red2 18515
 	lab exec red1 -- "$JAKIRO_BIN/jk_write_bw" -d eth0 -D 5 --dcqcn=line_rate=1g 10.0.0.2 > "$WORK/cli5.log" 2>&1 &
@@ -78,13 +78,13 @@ if [ -x "$JAKIRO_BIN/jk_write_bw" ]; then
 	wait $cli; wait $srv
 	dr=$(( $(cls_bytes rdma) - r0 )); dt=$(( $(cls_bytes tcp) - t0 ))
 	share=$(python3 -c "print(round($dr / ($dr + $dt), 3))")
-	check "weights 3:1: RDMA's share of red1 is $share (0.75 expected, 0.6-0.9 accepted)" \
-		python3 -c "import sys; sys.exit(0 if 0.6 <= $share <= 0.9 else 1)"
+	check "weights 3:1: RDMA's share of red1 is $share (0.75 expected, 0.66-0.84 accepted: start-up included)" \
+		python3 -c "import sys; sys.exit(0 if 0.66 <= $share <= 0.84 else 1)"
 
 	live_rc() { lab ctl h1 -- --json show rcft | python3 -c 'import json,sys; print([v["live"] for v in json.load(sys.stdin)["vnics"] if v["vnic"]=="blue1"][0])'; }
 
 	# QP quota 2: two RC QPs connect, four do not.
-	lab exec blue2 -- "$JAKIRO_BIN/jk_write_bw" -d eth0 -q 2 -D 3 > "$WORK/srv2.log" 2>&1 &
+	lab_bg exec blue2 -- "$JAKIRO_BIN/jk_write_bw" -d eth0 -q 2 -D 3 > "$WORK/srv2.log" 2>&1
 	srv=$!
 	wait_listen blue2 18515
 	lab exec blue1 -- timeout 60 "$JAKIRO_BIN/jk_write_bw" -d eth0 -q 2 -D 3 10.0.0.2 > "$WORK/cli2.log" 2>&1 &
@@ -94,7 +94,7 @@ if [ -x "$JAKIRO_BIN/jk_write_bw" ]; then
 	wait $cli
 	check "qp_quota 2: two QPs connect and transfer" test $? -eq 0
 	wait $srv
-	lab exec blue2 -- "$JAKIRO_BIN/jk_write_bw" -d eth0 -q 4 -n 200 -u 10 > "$WORK/srv3.log" 2>&1 &
+	lab_bg exec blue2 -- "$JAKIRO_BIN/jk_write_bw" -d eth0 -q 4 -n 200 -u 10 > "$WORK/srv3.log" 2>&1
 	srv=$!
 	wait_listen blue2 18515
 	check_fails "qp_quota 2: four QPs (new ones) do not" lab exec blue1 -- timeout 60 "$JAKIRO_BIN/jk_write_bw" -d eth0 -q 4 -n 200 -u 10 10.0.0.2
@@ -104,7 +104,7 @@ if [ -x "$JAKIRO_BIN/jk_write_bw" ]; then
 	# Closed QPs age out of the RCFT (rcft_idle_ms 4000): then new ones connect.
 	rc_aged() { test "$(live_rc)" -eq 0; }
 	check "qp_quota: closed RC flows age out" wait_until 15 rc_aged
-	lab exec blue2 -- "$JAKIRO_BIN/jk_write_bw" -d eth0 -q 2 -n 200 > "$WORK/srv4.log" 2>&1 &
+	lab_bg exec blue2 -- "$JAKIRO_BIN/jk_write_bw" -d eth0 -q 2 -n 200 > "$WORK/srv4.log" 2>&1
 	srv=$!
 	wait_listen blue2 18515
 	check "qp_quota: after aging, two new QPs connect" lab exec blue1 -- timeout 60 "$JAKIRO_BIN/jk_write_bw" -d eth0 -q 2 -n 200 10.0.0.2

@@ -19,7 +19,7 @@ lab_up "$WORK/topo.json" || { not_ok "lab up"; exit 1; }
 
 pair() {   # NAME TOOL ARGS...: server on blue2, client on blue1
 	local name=$1 tool=$2; shift 2
-	lab exec blue2 -- "$JAKIRO_BIN/$tool" -d eth0 "$@" > "$WORK/$tool.srv" 2>&1 &
+	lab_bg exec blue2 -- "$JAKIRO_BIN/$tool" -d eth0 "$@" > "$WORK/$tool.srv" 2>&1
 	local srv=$!
 	if ! wait_listen blue2 18515; then
 		not_ok "$name" "server did not listen"; kill $srv; return
