@@ -296,7 +296,8 @@ int  rnic_post_recv(struct rnic_qp *qp, struct rnic_recv_wr *wr,
 	X(rnr_naks_tx)      X(rnr_naks_rx)      X(naks_err_tx)    X(naks_err_rx) \
 	X(timeouts)         X(retransmits)      X(read_replays)   X(dup_acked)  \
 	X(ecn_ce_rx)        X(cnps_tx)          X(cnps_rx)        X(fault_dup)  \
-	X(fault_reorder)    X(fault_ce)         X(fault_corrupt)
+	X(fault_reorder)    X(fault_ce)         X(fault_corrupt)  X(tx_gso_sends) \
+	X(rx_gso_frames)    X(drop_gso)
 
 struct rnic_counters {
 #define RNIC_CNT_FIELD(name) uint64_t name;

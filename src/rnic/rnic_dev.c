@@ -237,13 +237,13 @@ uint64_t rnic_next_due(struct rnic_dev *dev, uint64_t now_ns)
 
 int rnic_fd(const struct rnic_dev *dev)
 {
-	return dev->raw_fd;
+	return dev->rx_fd;
 }
 
 int rnic_wait(struct rnic_dev *dev, uint64_t now_ns, uint64_t max_ns)
 {
 	uint64_t due = min_u64(rnic_next_due(dev, now_ns), now_ns + max_ns);
-	struct pollfd p = { .fd = dev->raw_fd, .events = POLLIN };
+	struct pollfd p = { .fd = dev->rx_fd, .events = POLLIN };
 	struct timespec ts;
 
 	if (due <= now_ns)

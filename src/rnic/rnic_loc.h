@@ -42,9 +42,13 @@
 #define RNIC_QP_BUDGET       32      /* packets per QP per progress call */
 #define RNIC_RX_BATCH        64
 #define RNIC_RX_ROUNDS       4       /* receive batches per progress call */
-#define RNIC_TX_BATCH        64
+#define RNIC_TX_BATCH        128     /* packets queued before a flush */
 #define RNIC_FRAME_MAX       4352    /* IPv4 + UDP + headers + 4096 + pad + ICRC */
 #define RNIC_TX_IOV          (RNIC_MAX_SGE + 3)
+#define RNIC_GSO_SEGS        64      /* packets per UDP_SEGMENT send (the kernel's limit) */
+#define RNIC_GSO_BYTES       65000   /* UDP payload per UDP_SEGMENT send, at most */
+#define RNIC_RX_SLOT         (10 + 14 + 65536)  /* virtio_net_hdr + Ethernet + a coalesced frame */
+#define RNIC_RX_SEGS         64      /* packets per coalesced frame, at most */
 #define RNIC_IPUDP_LEN       (sizeof(struct rnic_ipv4) + sizeof(struct rnic_udp))
 
 struct rnic_pd {
@@ -171,8 +175,32 @@ struct rnic_qp {
 struct rnic_txpkt {
 	uint8_t hdr[RNIC_MAX_HDR];
 	uint8_t tail[8];              /* pad + ICRC */
-	struct iovec iov[RNIC_TX_IOV];
+	struct iovec *iov;            /* RNIC_TX_IOV slots in the device's txiov */
 	struct sockaddr_in dst;
+};
+
+/* One UDP_SEGMENT send being built: equal packets of one QP to one peer
+ * (the last may be shorter; then nothing more joins). */
+struct rnic_txgso {
+	uint32_t dip;
+	uint32_t dqpn;
+	uint16_t seg_len;             /* UDP payload of each packet */
+	uint16_t nseg;
+	uint8_t closed;
+	union {                       /* the UDP_SEGMENT cmsg */
+		char buf[CMSG_SPACE(sizeof(uint16_t))];
+		struct cmsghdr align;
+	} ctl;
+};
+
+/* One received RoCE packet: its IPv4 + UDP header (a copy, rebuilt for a
+ * packet cut from a coalesced frame) and where its BTH starts. */
+struct rnic_rxseg {
+	uint8_t ipudp[28];
+	uint8_t *l4;                  /* BTH ... ICRC */
+	uint32_t l4len;
+	uint16_t fixed_id;            /* the IP ID if the coalesced frame kept one */
+	uint8_t alt_id;               /* 1: try fixed_id when the ICRC fails */
 };
 
 struct rnic_fault;
@@ -185,7 +213,7 @@ struct rnic_dev {
 	enum rnic_mtu active_mtu;
 	union rnic_gid gid[RNIC_GID_TBL_LEN];
 	int udp_fd;                   /* bound to ip:4791; transmit path */
-	int raw_fd;                   /* raw IPv4/UDP; receive path (see rnic_net.c) */
+	int rx_fd;                    /* AF_PACKET on the interface; receive path (see rnic_net.c) */
 
 	struct rnic_qp *qp[RNIC_MAX_QP];
 	uint32_t qpn_base;            /* QPN of qp[0]: see rnic_dev.c */
@@ -199,14 +227,17 @@ struct rnic_dev {
 	struct rnic_fault *fault;     /* test-only fault hook, usually NULL */
 	int trace;                    /* JK_RNIC_TRACE: events to stderr */
 
-	/* transmit batch */
+	/* transmit batch: ntx packets in nmsg UDP_SEGMENT sends */
 	struct rnic_txpkt tx[RNIC_TX_BATCH];
+	struct iovec txiov[RNIC_TX_BATCH * RNIC_TX_IOV];
 	struct mmsghdr txm[RNIC_TX_BATCH];
-	int ntx;
+	struct rnic_txgso txg[RNIC_TX_BATCH];
+	int ntx, nmsg, ntxiov;
 	/* receive batch */
 	uint8_t *rxbuf;
 	struct mmsghdr rxm[RNIC_RX_BATCH];
 	struct iovec rxiov[RNIC_RX_BATCH];
+	struct rnic_rxseg *rxseg;     /* RNIC_RX_BATCH * RNIC_RX_SEGS */
 };
 
 /* Debug trace of state transitions and recovery events (JK_RNIC_TRACE=1);
@@ -237,11 +268,18 @@ void rnic_fault_close(struct rnic_fault *f);
  * length (<= 2 n). */
 int  rnic_fault_plan(struct rnic_fault *f, struct rnic_counters *cnt,
 		     int n, int *order);
-/* May set CE on a received frame (IPv4 header at ip) per the marking knob. */
+/* May set CE on a received packet, or corrupt it, per the knobs. */
 void rnic_fault_mark(struct rnic_fault *f, struct rnic_counters *cnt,
-		     uint8_t *ip, uint32_t len, uint64_t now_ns);
+		     struct rnic_rxseg *s, uint64_t now_ns);
 
 /* rnic_recv.c */
+/* Checks a frame read from the interface (IPv4 header first; vh its
+ * virtio-net header, or NULL) and cuts it into its RoCE packets: at most
+ * max into seg[].  Returns how many; 0 when dropped (counted). */
+int  rnic_rx_frame(struct rnic_dev *dev, const void *vh, uint8_t *frame, uint32_t len,
+		   struct rnic_rxseg *seg, int max);
+void rnic_rcv_seg(struct rnic_dev *dev, struct rnic_rxseg *s, uint64_t now_ns);
+/* rnic_rx_frame + rnic_rcv_seg for one plain frame. */
 void rnic_rcv(struct rnic_dev *dev, uint8_t *frame, uint32_t len, uint64_t now_ns);
 
 /* rnic_mr.c */

@@ -1,23 +1,38 @@
 /* rnic_net.c — packets in and out.
  *
  * Transmit: a UDP socket bound to <interface address>:4791, IP_TOS = ECT(0)
- * and IP_PMTUDISC_DO.  The kernel builds IPv4 and UDP; with DF set and the
- * socket unconnected it sends IP ID 0, which the ICRC covers (the ICRC
- * masks TOS, TTL and checksums but not the ID), so our ICRC is computed for
- * ID 0 / DF.  Packets leave in batches (sendmmsg), the payload straight
- * from the registered memory (no copy in user space).
+ * and IP_PMTUDISC_DO.  The kernel builds IPv4 and UDP.  Consecutive packets
+ * of one QP to one peer that carry payload and have equal lengths (the last
+ * may be shorter) leave as one UDP_SEGMENT send of up to RNIC_GSO_SEGS
+ * packets, each a complete RoCE packet with its own BTH, PSN and ICRC; the
+ * batch is what the requester and responder queued in one progress call,
+ * each packet admitted by DCQCN's pacing first, so the rate holds.  The
+ * ICRC covers the IP ID (it masks TOS, TTL and checksums, not the ID): with
+ * DF set on an unconnected socket the kernel gives a send ID 0 and its k-th
+ * segment ID k (inet_gso_segment counts up from the first), so packet k of
+ * a send is computed for ID k.  Sends leave in batches (sendmmsg), the
+ * payload straight from the registered memory (no copy in user space).
  *
- * Receive: the ICRC covers the sender's IP header, ID included, and Linux
- * rxe sends a hashed, nonzero ID; a UDP socket does not expose it.  So
- * packets are read from a raw IPv4 socket (IPPROTO_UDP, bound to the
- * address, a BPF filter keeping UDP port 4791), which hands over the
- * whole IPv4 header — ID for the ICRC, ECN bits for DCQCN (the role
- * IP_RECVTOS plays on a UDP socket).  The UDP socket keeps the port owned
- * (no ICMP port unreachable) and drops its own copy with a reject-all
- * filter.  Batches of up to RNIC_RX_BATCH (recvmmsg).
+ * Receive: the ICRC covers the sender's IP ID, which a UDP socket does not
+ * expose, and UDP_GRO on a UDP socket would hide where packets begin.  So
+ * frames are read from an AF_PACKET socket on the interface (SOCK_RAW, as
+ * PACKET_VNET_HDR wants; Ethernet links; a coalesced or unsegmented frame
+ * comes whole with its segment size; PACKET_IGNORE_OUTGOING), a BPF filter
+ * keeping unfragmented IPv4/UDP to our address, port 4791, sent to this
+ * host.  A coalesced frame is cut into its packets (rnic_recv.c); packet k
+ * has IP ID first + k, or the first's ID when the kernel's GRO kept a fixed
+ * one (both are the kernel's GRO rules; the ICRC tells which).  ECN comes
+ * from the IPv4 header.  The UDP socket keeps the port owned (no ICMP port
+ * unreachable) and drops its own copy with a reject-all filter (UDP_GRO on
+ * it, so that the kernel does not cut coalesced frames for nothing).
+ * Batches of up to RNIC_RX_BATCH frames (recvmmsg).
  */
 #include <errno.h>
 #include <linux/filter.h>
+#include <linux/if_ether.h>
+#include <linux/if_packet.h>
+#include <linux/udp.h>
+#include <linux/virtio_net.h>
 #include <netinet/ip.h>
 #include <poll.h>
 #include <stdlib.h>
@@ -29,6 +44,19 @@
 #define RNIC_RCVBUF   (32 << 20)
 #define RNIC_SNDBUF   (8 << 20)
 #define RNIC_TX_TRIES 64
+#define RNIC_MAX_IOV  1024     /* UIO_MAXIOV */
+#define VNET_HDR_LEN  ((uint32_t)sizeof(struct virtio_net_hdr))
+#define RNIC_RX_SLOT_ALIGNED ((RNIC_RX_SLOT + 63) & ~63)
+
+#ifndef PACKET_IGNORE_OUTGOING
+#define PACKET_IGNORE_OUTGOING 23
+#endif
+#ifndef UDP_SEGMENT
+#define UDP_SEGMENT 103
+#endif
+#ifndef UDP_GRO
+#define UDP_GRO 104
+#endif
 
 static int set_buf(int fd, int force_opt, int opt, int bytes)
 {
@@ -62,6 +90,8 @@ static int open_udp(struct rnic_dev *dev)
 		goto fail;
 	}
 	err = attach(fd, reject, 1);
+	/* Without it a coalesced frame would be cut up only to be rejected. */
+	(void)setsockopt(fd, IPPROTO_UDP, UDP_GRO, &one, sizeof(one));
 	if (!err)
 		err = set_buf(fd, SO_SNDBUFFORCE, SO_SNDBUF, RNIC_SNDBUF);
 	if (err)
@@ -73,33 +103,49 @@ fail:
 	return err;
 }
 
-static int open_raw(struct rnic_dev *dev)
+static int open_rx(struct rnic_dev *dev)
 {
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = dev->ip };
-	/* Keeps unfragmented IPv4/UDP to port 4791; the packet starts at IP. */
+	/* Offsets from the Ethernet header (SOCK_RAW).  Keeps unfragmented
+	 * IPv4/UDP to dev->ip port 4791 that was sent to this host. */
 	struct sock_filter keep[] = {
-		BPF_STMT(BPF_LD | BPF_H | BPF_ABS, 6),               /* frag_off */
+		BPF_STMT(BPF_LD | BPF_B | BPF_ABS, SKF_AD_OFF + SKF_AD_PKTTYPE),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, PACKET_HOST, 0, 9),
+		BPF_STMT(BPF_LD | BPF_B | BPF_ABS, ETH_HLEN + 9),    /* protocol */
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, RNIC_IPPROTO_UDP, 0, 7),
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, ETH_HLEN + 16),   /* daddr */
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, ntohl(dev->ip), 0, 5),
+		BPF_STMT(BPF_LD | BPF_H | BPF_ABS, ETH_HLEN + 6),    /* frag_off */
 		BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, RNIC_IP_MF | RNIC_IP_FRAGOFF, 3, 0),
-		BPF_STMT(BPF_LDX | BPF_B | BPF_MSH, 0),              /* x = IHL * 4 */
-		BPF_STMT(BPF_LD | BPF_H | BPF_IND, 2),               /* UDP dport */
+		BPF_STMT(BPF_LDX | BPF_B | BPF_MSH, ETH_HLEN),       /* x = IHL * 4 */
+		BPF_STMT(BPF_LD | BPF_H | BPF_IND, ETH_HLEN + 2),    /* UDP dport */
 		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, RNIC_UDP_PORT, 1, 0),
 		BPF_STMT(BPF_RET | BPF_K, 0),
-		BPF_STMT(BPF_RET | BPF_K, 0xffff),
+		BPF_STMT(BPF_RET | BPF_K, 0xffffffff),
 	};
-	int err, fd = socket(AF_INET, SOCK_RAW | SOCK_NONBLOCK | SOCK_CLOEXEC, IPPROTO_UDP);
+	struct sockaddr_ll sll = { .sll_family = AF_PACKET, .sll_protocol = htons(ETH_P_IP) };
+	int one = 1, err = 0;
+	/* Protocol 0: nothing arrives before the filter is on and it is bound. */
+	int fd = socket(AF_PACKET, SOCK_RAW | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 
 	if (fd < 0)
 		return -errno;
-	err = attach(fd, keep, sizeof(keep) / sizeof(keep[0]));
-	if (!err && bind(fd, (struct sockaddr *)&sa, sizeof(sa)))
+	sll.sll_ifindex = (int)if_nametoindex(dev->ifname);
+	if (!sll.sll_ifindex)
+		err = -ENODEV;
+	if (!err && (setsockopt(fd, SOL_PACKET, PACKET_VNET_HDR, &one, sizeof(one)) ||
+		     setsockopt(fd, SOL_PACKET, PACKET_IGNORE_OUTGOING, &one, sizeof(one))))
 		err = -errno;
 	if (!err)
+		err = attach(fd, keep, sizeof(keep) / sizeof(keep[0]));
+	if (!err)
 		err = set_buf(fd, SO_RCVBUFFORCE, SO_RCVBUF, RNIC_RCVBUF);
+	if (!err && bind(fd, (struct sockaddr *)&sll, sizeof(sll)))
+		err = -errno;
 	if (err) {
 		close(fd);
 		return err;
 	}
-	dev->raw_fd = fd;
+	dev->rx_fd = fd;
 	return 0;
 }
 
@@ -107,19 +153,22 @@ int rnic_net_open(struct rnic_dev *dev)
 {
 	int err;
 
-	dev->udp_fd = dev->raw_fd = -1;
-	dev->rxbuf = aligned_alloc(64, (size_t)RNIC_RX_BATCH * RNIC_FRAME_MAX);
-	if (!dev->rxbuf)
+	dev->udp_fd = dev->rx_fd = -1;
+	dev->rxbuf = aligned_alloc(64, (size_t)RNIC_RX_BATCH * RNIC_RX_SLOT_ALIGNED);
+	dev->rxseg = calloc((size_t)RNIC_RX_BATCH * RNIC_RX_SEGS, sizeof(*dev->rxseg));
+	if (!dev->rxbuf || !dev->rxseg) {
+		rnic_net_close(dev);
 		return -ENOMEM;
+	}
 	for (int i = 0; i < RNIC_RX_BATCH; i++) {
-		dev->rxiov[i].iov_base = dev->rxbuf + (size_t)i * RNIC_FRAME_MAX;
-		dev->rxiov[i].iov_len = RNIC_FRAME_MAX;
+		dev->rxiov[i].iov_base = dev->rxbuf + (size_t)i * RNIC_RX_SLOT_ALIGNED;
+		dev->rxiov[i].iov_len = RNIC_RX_SLOT;
 		dev->rxm[i].msg_hdr.msg_iov = &dev->rxiov[i];
 		dev->rxm[i].msg_hdr.msg_iovlen = 1;
 	}
 	err = open_udp(dev);
 	if (!err)
-		err = open_raw(dev);
+		err = open_rx(dev);
 	if (err)
 		rnic_net_close(dev);
 	return err;
@@ -129,42 +178,51 @@ void rnic_net_close(struct rnic_dev *dev)
 {
 	if (dev->udp_fd >= 0)
 		close(dev->udp_fd);
-	if (dev->raw_fd >= 0)
-		close(dev->raw_fd);
-	dev->udp_fd = dev->raw_fd = -1;
+	if (dev->rx_fd >= 0)
+		close(dev->rx_fd);
+	dev->udp_fd = dev->rx_fd = -1;
 	free(dev->rxbuf);
+	free(dev->rxseg);
 	dev->rxbuf = NULL;
+	dev->rxseg = NULL;
 }
 
 int rnic_net_rx(struct rnic_dev *dev, uint64_t now_ns)
 {
-	int order[2 * RNIC_RX_BATCH];
+	int order[2 * RNIC_RX_BATCH * RNIC_RX_SEGS];
 	int total = 0;
 
 	for (int round = 0; round < RNIC_RX_ROUNDS; round++) {
-		int n = recvmmsg(dev->raw_fd, dev->rxm, RNIC_RX_BATCH, MSG_DONTWAIT, NULL);
-		int m;
+		int n = recvmmsg(dev->rx_fd, dev->rxm, RNIC_RX_BATCH, MSG_DONTWAIT, NULL);
+		int nseg = 0, m;
 
 		if (n <= 0)
 			break;
-		if (dev->fault) {
-			m = rnic_fault_plan(dev->fault, &dev->cnt, n, order);
-		} else {
-			for (int i = 0; i < n; i++)
-				order[i] = i;
-			m = n;
-		}
-		for (int k = 0; k < m; k++) {
-			struct mmsghdr *mh = &dev->rxm[order[k]];
-			uint8_t *frame = dev->rxiov[order[k]].iov_base;
+		for (int i = 0; i < n; i++) {
+			struct mmsghdr *mh = &dev->rxm[i];
+			uint8_t *buf = dev->rxiov[i].iov_base;
 
-			if (mh->msg_hdr.msg_flags & MSG_TRUNC) {
+			if (mh->msg_hdr.msg_flags & MSG_TRUNC || mh->msg_len < VNET_HDR_LEN + ETH_HLEN) {
 				dev->cnt.drop_trunc++;
 				continue;
 			}
+			nseg += rnic_rx_frame(dev, buf, buf + VNET_HDR_LEN + ETH_HLEN,
+					      mh->msg_len - VNET_HDR_LEN - ETH_HLEN,
+					      dev->rxseg + nseg, RNIC_RX_SEGS);
+		}
+		if (dev->fault) {
+			m = rnic_fault_plan(dev->fault, &dev->cnt, nseg, order);
+		} else {
+			for (int i = 0; i < nseg; i++)
+				order[i] = i;
+			m = nseg;
+		}
+		for (int k = 0; k < m; k++) {
+			struct rnic_rxseg *sg = &dev->rxseg[order[k]];
+
 			if (dev->fault)
-				rnic_fault_mark(dev->fault, &dev->cnt, frame, mh->msg_len, now_ns);
-			rnic_rcv(dev, frame, mh->msg_len, now_ns);
+				rnic_fault_mark(dev->fault, &dev->cnt, sg, now_ns);
+			rnic_rcv_seg(dev, sg, now_ns);
 		}
 		total += n;
 		if (n < RNIC_RX_BATCH)
@@ -175,9 +233,31 @@ int rnic_net_rx(struct rnic_dev *dev, uint64_t now_ns)
 
 struct rnic_txpkt *rnic_tx_get(struct rnic_dev *dev)
 {
-	if (dev->ntx == RNIC_TX_BATCH)
+	struct rnic_txpkt *t;
+
+	if (dev->ntx == RNIC_TX_BATCH ||
+	    dev->ntxiov + RNIC_TX_IOV > RNIC_TX_BATCH * RNIC_TX_IOV)
 		rnic_tx_flush(dev);
-	return &dev->tx[dev->ntx];
+	t = &dev->tx[dev->ntx];
+	t->iov = dev->txiov + dev->ntxiov;
+	return t;
+}
+
+/* Whether a packet of UDP payload ulen for dqpn at dip may join the send
+ * being built, as its next segment. */
+static int joins(const struct rnic_dev *dev, uint32_t dip, uint32_t dqpn, uint32_t ulen, int niov,
+		 int payload)
+{
+	const struct rnic_txgso *g;
+	const struct mmsghdr *mh;
+
+	if (!dev->nmsg || !payload)
+		return 0;
+	g = &dev->txg[dev->nmsg - 1];
+	mh = &dev->txm[dev->nmsg - 1];
+	return !g->closed && g->dip == dip && g->dqpn == dqpn && ulen <= g->seg_len &&
+	       g->nseg < RNIC_GSO_SEGS && (uint32_t)(g->nseg + 1) * g->seg_len <= RNIC_GSO_BYTES &&
+	       mh->msg_hdr.msg_iovlen + (size_t)niov <= RNIC_MAX_IOV;
 }
 
 void rnic_tx_put(struct rnic_dev *dev, struct rnic_txpkt *t, int hdr_len,
@@ -188,13 +268,19 @@ void rnic_tx_put(struct rnic_dev *dev, struct rnic_txpkt *t, int hdr_len,
 	struct rnic_udp *udp = (struct rnic_udp *)(ip + 1);
 	uint32_t pad = (-paylen) & 3;
 	uint32_t udp_len = sizeof(*udp) + hdr_len + paylen + pad + RNIC_ICRC_SIZE;
-	struct mmsghdr *mh = &dev->txm[dev->ntx];
+	uint32_t ulen = udp_len - sizeof(*udp);
+	uint32_t dqpn = __bth_qpn(t->hdr);
+	int payload = (rnic_opcode[__bth_opcode(t->hdr)].mask & RNIC_PAYLOAD) != 0;
+	int niov = 2 + npay;
+	int join = joins(dev, dip, dqpn, ulen, niov, payload);
+	struct rnic_txgso *g;
 	uint32_t icrc;
 
 	/* The IPv4 and UDP headers exactly as the kernel will send them. */
 	memset(ipudp, 0, sizeof(ipudp));
 	ip->ver_ihl = 0x45;
 	ip->tot_len = rn_put16(sizeof(*ip) + udp_len);
+	ip->id = rn_put16(join ? dev->txg[dev->nmsg - 1].nseg : 0);
 	ip->frag_off = rn_put16(RNIC_IP_DF);
 	ip->proto = RNIC_IPPROTO_UDP;
 	ip->saddr.raw = dev->ip;
@@ -215,31 +301,71 @@ void rnic_tx_put(struct rnic_dev *dev, struct rnic_txpkt *t, int hdr_len,
 	if (dev->trace > 1) {
 		const struct rnic_opcode_info *op = &rnic_opcode[__bth_opcode(t->hdr)];
 
-		fprintf(stderr, "tx %s qpn %#x psn %#x len %u%s\n", op->name, __bth_qpn(t->hdr),
-			__bth_psn(t->hdr), paylen, __bth_ack(t->hdr) ? " A" : "");
+		fprintf(stderr, "tx %s qpn %#x psn %#x len %u%s%s\n", op->name, __bth_qpn(t->hdr),
+			__bth_psn(t->hdr), paylen, __bth_ack(t->hdr) ? " A" : "", join ? " +gso" : "");
+	}
+	dev->cnt.tx_bytes += ulen;
+	dev->ntx++;
+	dev->ntxiov += niov;
+	if (join) {
+		/* its iovecs follow the previous packet's in txiov */
+		g = &dev->txg[dev->nmsg - 1];
+		dev->txm[dev->nmsg - 1].msg_hdr.msg_iovlen += niov;
+		g->nseg++;
+		g->closed = ulen < g->seg_len;
+		return;
 	}
 	t->dst.sin_family = AF_INET;
 	t->dst.sin_port = htons(RNIC_UDP_PORT);
 	t->dst.sin_addr.s_addr = dip;
-	memset(mh, 0, sizeof(*mh));
-	mh->msg_hdr.msg_name = &t->dst;
-	mh->msg_hdr.msg_namelen = sizeof(t->dst);
-	mh->msg_hdr.msg_iov = t->iov;
-	mh->msg_hdr.msg_iovlen = 2 + npay;
-	dev->cnt.tx_bytes += udp_len - sizeof(*udp);
-	dev->ntx++;
+	g = &dev->txg[dev->nmsg];
+	g->dip = dip;
+	g->dqpn = dqpn;
+	g->seg_len = (uint16_t)ulen;
+	g->nseg = 1;
+	g->closed = !payload;
+	memset(&dev->txm[dev->nmsg], 0, sizeof(dev->txm[0]));
+	dev->txm[dev->nmsg].msg_hdr.msg_name = &t->dst;
+	dev->txm[dev->nmsg].msg_hdr.msg_namelen = sizeof(t->dst);
+	dev->txm[dev->nmsg].msg_hdr.msg_iov = t->iov;
+	dev->txm[dev->nmsg].msg_hdr.msg_iovlen = niov;
+	dev->nmsg++;
+}
+
+/* Sends of more than one packet carry their segment size. */
+static void add_segment_size(struct rnic_dev *dev)
+{
+	for (int i = 0; i < dev->nmsg; i++) {
+		struct rnic_txgso *g = &dev->txg[i];
+		struct msghdr *h = &dev->txm[i].msg_hdr;
+		struct cmsghdr *c;
+
+		if (g->nseg < 2)
+			continue;
+		h->msg_control = g->ctl.buf;
+		h->msg_controllen = sizeof(g->ctl.buf);
+		c = CMSG_FIRSTHDR(h);
+		c->cmsg_level = IPPROTO_UDP;
+		c->cmsg_type = UDP_SEGMENT;
+		c->cmsg_len = CMSG_LEN(sizeof(uint16_t));
+		memcpy(CMSG_DATA(c), &g->seg_len, sizeof(uint16_t));
+	}
 }
 
 void rnic_tx_flush(struct rnic_dev *dev)
 {
 	int done = 0, tries = 0;
 
-	while (done < dev->ntx) {
-		int n = sendmmsg(dev->udp_fd, dev->txm + done, dev->ntx - done, MSG_DONTWAIT);
+	add_segment_size(dev);
+	while (done < dev->nmsg) {
+		int n = sendmmsg(dev->udp_fd, dev->txm + done, dev->nmsg - done, MSG_DONTWAIT);
 
 		if (n > 0) {
+			for (int i = done; i < done + n; i++) {
+				dev->cnt.tx_pkts += dev->txg[i].nseg;
+				dev->cnt.tx_gso_sends += dev->txg[i].nseg > 1;
+			}
 			done += n;
-			dev->cnt.tx_pkts += n;
 			continue;
 		}
 		if ((errno == EAGAIN || errno == ENOBUFS || errno == EINTR) &&
@@ -253,5 +379,5 @@ void rnic_tx_flush(struct rnic_dev *dev)
 		dev->cnt.tx_errors++;
 		done++;
 	}
-	dev->ntx = 0;
+	dev->ntx = dev->nmsg = dev->ntxiov = 0;
 }

@@ -1,8 +1,16 @@
-/* rnic_recv.c — checks a received frame and hands it to its QP: the
- * responder for requests, the completer for responses, DCQCN for CNPs.
- * Check, then act; every drop is counted by reason.
+/* rnic_recv.c — checks a received frame, cuts a coalesced one into its
+ * packets, and hands each to its QP: the responder for requests, the
+ * completer for responses, DCQCN for CNPs.  Check, then act; every drop is
+ * counted by reason.
  */
+#include <linux/virtio_net.h>
+#include <string.h>
+
 #include "rnic/rnic_loc.h"
+
+#ifndef VIRTIO_NET_HDR_GSO_UDP_L4
+#define VIRTIO_NET_HDR_GSO_UDP_L4 5   /* linux/virtio_net.h of Linux >= 5.18 */
+#endif
 
 static struct rnic_qp *qp_lookup(struct rnic_dev *dev, uint32_t qpn)
 {
@@ -11,36 +19,137 @@ static struct rnic_qp *qp_lookup(struct rnic_dev *dev, uint32_t qpn)
 	return i < RNIC_MAX_QP ? dev->qp[i] : NULL;
 }
 
-void rnic_rcv(struct rnic_dev *dev, uint8_t *frame, uint32_t len, uint64_t now_ns)
+/* The IPv4 + UDP header of a plain frame: RoCE to us, lengths within it. */
+static int check_ipudp(struct rnic_dev *dev, const uint8_t *frame, uint32_t len, uint32_t *ulen)
 {
-	struct rnic_ipv4 *ip = (struct rnic_ipv4 *)frame;
-	struct rnic_udp *udp = (struct rnic_udp *)(ip + 1);
-	struct rnic_pkt pkt;
-	struct rnic_qp *qp;
-	uint32_t tot, ulen;
+	const struct rnic_ipv4 *ip = (const struct rnic_ipv4 *)frame;
+	const struct rnic_udp *udp = (const struct rnic_udp *)(ip + 1);
+	uint32_t tot;
 
-	dev->cnt.rx_pkts++;
-	dev->cnt.rx_bytes += len;
 	if (len < RNIC_IPUDP_LEN + sizeof(struct rnic_bth) + RNIC_ICRC_SIZE) {
 		dev->cnt.drop_short++;
-		return;
+		return -1;
 	}
-	tot = rn_get16(ip->tot_len);
-	ulen = rn_get16(udp->len);
 	if (ip->ver_ihl != 0x45 || ip->proto != RNIC_IPPROTO_UDP ||
 	    rn_get16(udp->dport) != RNIC_UDP_PORT || ip->daddr.raw != dev->ip) {
 		dev->cnt.drop_not_roce++;
-		return;
+		return -1;
 	}
-	if (tot > len || ulen != tot - sizeof(*ip)) {
+	tot = rn_get16(ip->tot_len);
+	*ulen = rn_get16(udp->len);
+	/* (a frame read from the link may carry Ethernet padding past tot_len) */
+	if (tot > len || *ulen != tot - sizeof(*ip) || *ulen < sizeof(*udp)) {
 		dev->cnt.drop_short++;
-		return;
+		return -1;
 	}
-	if (rnic_hdr_parse(&pkt, frame + RNIC_IPUDP_LEN, ulen - sizeof(*udp))) {
+	return 0;
+}
+
+/* A coalesced frame: equal packets of gso_size bytes of UDP payload after
+ * one IPv4 + UDP header (the last may be shorter).  Each packet gets the
+ * header it had on the wire: its lengths, and IP ID first + k (the
+ * kernel's GRO merges only IDs that count up by one, or, with DF, stay
+ * fixed: then fixed_id is tried too). */
+static int cut(struct rnic_dev *dev, uint8_t *frame, uint32_t len, uint32_t gso_size,
+	       struct rnic_rxseg *seg, int max)
+{
+	const struct rnic_ipv4 *ip = (const struct rnic_ipv4 *)frame;
+	const struct rnic_udp *udp = (const struct rnic_udp *)(ip + 1);
+	uint32_t tot = rn_get16(ip->tot_len), data, n;
+	uint16_t id0 = rn_get16(ip->id);
+	int fixed_ok = (rn_get16(ip->frag_off) & RNIC_IP_DF) != 0;
+
+	if (len < RNIC_IPUDP_LEN + sizeof(struct rnic_bth) + RNIC_ICRC_SIZE) {
+		dev->cnt.drop_short++;
+		return 0;
+	}
+	if (ip->ver_ihl != 0x45 || ip->proto != RNIC_IPPROTO_UDP ||
+	    rn_get16(udp->dport) != RNIC_UDP_PORT || ip->daddr.raw != dev->ip) {
+		dev->cnt.drop_not_roce++;
+		return 0;
+	}
+	if (tot >= RNIC_IPUDP_LEN && tot < len)
+		len = tot;
+	data = len - RNIC_IPUDP_LEN;
+	if (gso_size < sizeof(struct rnic_bth) + RNIC_ICRC_SIZE ||
+	    (n = (data + gso_size - 1) / gso_size) > (uint32_t)max) {
+		dev->cnt.drop_gso++;
+		return 0;
+	}
+	dev->cnt.rx_gso_frames++;
+	for (uint32_t k = 0; k < n; k++) {
+		struct rnic_rxseg *s = &seg[k];
+		struct rnic_ipv4 *sip = (struct rnic_ipv4 *)s->ipudp;
+		struct rnic_udp *sudp = (struct rnic_udp *)(sip + 1);
+		uint32_t l = k + 1 < n ? gso_size : data - k * gso_size;
+
+		memcpy(s->ipudp, frame, RNIC_IPUDP_LEN);
+		sip->tot_len = rn_put16(RNIC_IPUDP_LEN + l);
+		sip->id = rn_put16((uint16_t)(id0 + k));
+		sudp->len = rn_put16(sizeof(*sudp) + l);
+		s->l4 = frame + RNIC_IPUDP_LEN + k * gso_size;
+		s->l4len = l;
+		s->fixed_id = id0;
+		s->alt_id = k > 0 && fixed_ok;
+	}
+	return (int)n;
+}
+
+int rnic_rx_frame(struct rnic_dev *dev, const void *vh, uint8_t *frame, uint32_t len,
+		  struct rnic_rxseg *seg, int max)
+{
+	const struct virtio_net_hdr *h = vh;
+	uint32_t ulen;
+
+	if (h && h->gso_type != VIRTIO_NET_HDR_GSO_NONE) {
+		if ((h->gso_type & ~VIRTIO_NET_HDR_GSO_ECN) != VIRTIO_NET_HDR_GSO_UDP_L4) {
+			dev->cnt.drop_gso++;
+			return 0;
+		}
+		return cut(dev, frame, len, h->gso_size, seg, max);
+	}
+	if (max < 1 || check_ipudp(dev, frame, len, &ulen))
+		return 0;
+	memcpy(seg->ipudp, frame, RNIC_IPUDP_LEN);
+	seg->l4 = frame + RNIC_IPUDP_LEN;
+	seg->l4len = ulen - sizeof(struct rnic_udp);
+	seg->alt_id = 0;
+	return 1;
+}
+
+void rnic_rcv(struct rnic_dev *dev, uint8_t *frame, uint32_t len, uint64_t now_ns)
+{
+	struct rnic_rxseg s;
+
+	if (rnic_rx_frame(dev, NULL, frame, len, &s, 1) == 1)
+		rnic_rcv_seg(dev, &s, now_ns);
+}
+
+static int icrc_ok(struct rnic_rxseg *s, const struct rnic_pkt *pkt)
+{
+	struct rnic_ipv4 *ip = (struct rnic_ipv4 *)s->ipudp;
+
+	if (!rnic_icrc_check(s->ipudp, pkt->hdr, pkt->paylen))
+		return 1;
+	if (!s->alt_id)
+		return 0;
+	ip->id = rn_put16(s->fixed_id);
+	return !rnic_icrc_check(s->ipudp, pkt->hdr, pkt->paylen);
+}
+
+void rnic_rcv_seg(struct rnic_dev *dev, struct rnic_rxseg *s, uint64_t now_ns)
+{
+	struct rnic_ipv4 *ip = (struct rnic_ipv4 *)s->ipudp;
+	struct rnic_pkt pkt;
+	struct rnic_qp *qp;
+
+	dev->cnt.rx_pkts++;
+	dev->cnt.rx_bytes += RNIC_IPUDP_LEN + s->l4len;
+	if (rnic_hdr_parse(&pkt, s->l4, s->l4len)) {
 		dev->cnt.drop_bad_opcode++;
 		return;
 	}
-	if (rnic_icrc_check(frame, pkt.hdr, pkt.paylen)) {
+	if (!icrc_ok(s, &pkt)) {
 		dev->cnt.drop_bad_icrc++;
 		return;
 	}

@@ -15,6 +15,8 @@
 #include <string.h>
 #include <sys/uio.h>
 
+#include <linux/virtio_net.h>
+
 #include "rnic/rnic_loc.h"
 
 #define LOCAL_IP  0x0100000a   /* 10.0.0.1, network order */
@@ -32,7 +34,7 @@ static struct rnic_dev *make_dev(void)
 	dev->ip = LOCAL_IP;
 	dev->active_mtu = RNIC_MTU_4096;
 	dev->netdev_mtu = 9000;
-	dev->udp_fd = dev->raw_fd = -1;
+	dev->udp_fd = dev->rx_fd = -1;
 	rnic_dcqcn_defaults(&dev->dcqcn);
 	return dev;
 }
@@ -150,7 +152,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 			rnic_icrc_put(bth + paylen - RNIC_ICRC_SIZE, icrc ^ (flags & 1));
 		}
-		rnic_rcv(dev, frame, RNIC_IPUDP_LEN + paylen, now);
+		if (flags & 0x40) {
+			/* as a coalesced frame read with its virtio-net header */
+			struct virtio_net_hdr vh = { .gso_type = (flags & 0x80) ? 5 : 3,
+				.gso_size = (uint16_t)(8 + (len * 7) % 1200) };
+			struct rnic_rxseg seg[RNIC_RX_SEGS];
+			int n = rnic_rx_frame(dev, &vh, frame, RNIC_IPUDP_LEN + paylen, seg, RNIC_RX_SEGS);
+
+			for (int k = 0; k < n; k++)
+				rnic_rcv_seg(dev, &seg[k], now);
+		} else {
+			rnic_rcv(dev, frame, RNIC_IPUDP_LEN + paylen, now);
+		}
 		now += 1000000;
 		rnic_progress(dev, now);
 		while (rnic_poll_cq(cq, 64, wc) > 0)
