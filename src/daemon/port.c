@@ -23,13 +23,15 @@
 
 #ifndef TUN_F_USO4
 #define TUN_F_USO4 0x20     /* Linux >= 6.2; older uapi headers lack it */
+#define TUN_F_USO6 0x40
 #endif
 
 /* What jakirod accepts from a TAP: partial checksums, TSO (with ECN) and,
  * where the kernel has it, USO.  The tenant's device then offers the same
- * offloads to its stack. */
+ * offloads to its stack.  tun takes USO4 only together with USO6 (EINVAL
+ * otherwise); an IPv6 super-frame is dropped like any IPv6 (ethertype). */
 #define TAP_OFFLOADS      (TUN_F_CSUM | TUN_F_TSO4 | TUN_F_TSO_ECN)
-#define TAP_OFFLOADS_USO  (TAP_OFFLOADS | TUN_F_USO4)
+#define TAP_OFFLOADS_USO  (TAP_OFFLOADS | TUN_F_USO4 | TUN_F_USO6)
 
 struct tenant_setup {
 	const struct jk_vnic_conf *v;

@@ -39,7 +39,7 @@
 				      * the responder bursts them at its pace */
 #define RNIC_ACKREQ_PKTS     64      /* AckReq at least every N packets (rxe) */
 #define RNIC_READ_CHUNK_PKTS 64      /* response packets per read request we send */
-#define RNIC_QP_BUDGET       32      /* packets per QP per progress call */
+#define RNIC_QP_BUDGET       64      /* packets per QP per progress call */
 #define RNIC_RX_BATCH        64
 #define RNIC_RX_ROUNDS       4       /* receive batches per progress call */
 #define RNIC_TX_BATCH        128     /* packets queued before a flush */

@@ -255,7 +255,10 @@ static int joins(const struct rnic_dev *dev, uint32_t dip, uint32_t dqpn, uint32
 		return 0;
 	g = &dev->txg[dev->nmsg - 1];
 	mh = &dev->txm[dev->nmsg - 1];
-	return !g->closed && g->dip == dip && g->dqpn == dqpn && ulen <= g->seg_len &&
+	/* A shorter packet ends a send; it does not end one of a single packet
+	 * (a FIRST with its RETH, before MIDDLEs: they start their own). */
+	return !g->closed && g->dip == dip && g->dqpn == dqpn &&
+	       (ulen == g->seg_len || (ulen < g->seg_len && g->nseg > 1)) &&
 	       g->nseg < RNIC_GSO_SEGS && (uint32_t)(g->nseg + 1) * g->seg_len <= RNIC_GSO_BYTES &&
 	       mh->msg_hdr.msg_iovlen + (size_t)niov <= RNIC_MAX_IOV;
 }
