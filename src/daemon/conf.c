@@ -501,9 +501,9 @@ int jk_conf_parse(json_t *root, struct jk_conf *c, char *err, size_t errlen)
 {
 	static const char *const known[] = {
 		"host", "vtep", "underlay_mtu", "ctl_socket", "state_file", "nft_idle_ms", "rcft_idle_ms",
-		"threads", "vpcs", "vnics", "vlt", NULL,
+		"threads", "poll_us", "vpcs", "vnics", "vlt", NULL,
 	};
-	uint64_t mtu = 1500, nft_idle = 30000, rcft_idle = 60000, threads = 0;
+	uint64_t mtu = 1500, nft_idle = 30000, rcft_idle = 60000, threads = 0, poll_us = 0;
 	int r;
 
 	memset(c, 0, sizeof(*c));
@@ -516,6 +516,7 @@ int jk_conf_parse(json_t *root, struct jk_conf *c, char *err, size_t errlen)
 	    (r = get_uint(root, "nft_idle_ms", 1, 86400000, "(top level)", &nft_idle, err, errlen)) ||
 	    (r = get_uint(root, "rcft_idle_ms", 1, 86400000, "(top level)", &rcft_idle, err, errlen)) ||
 	    (r = get_uint(root, "threads", 0, JK_MAX_THREADS, "(top level)", &threads, err, errlen)) ||
+	    (r = get_uint(root, "poll_us", 0, JK_MAX_POLL_US, "(top level)", &poll_us, err, errlen)) ||
 	    (r = get_string(root, "ctl_socket", false, "(top level)", c->ctl_socket, sizeof(c->ctl_socket), err,
 			    errlen)) ||
 	    (r = get_string(root, "state_file", false, "(top level)", c->state_file, sizeof(c->state_file), err,
@@ -525,6 +526,7 @@ int jk_conf_parse(json_t *root, struct jk_conf *c, char *err, size_t errlen)
 	c->nft_idle_ms = nft_idle;
 	c->rcft_idle_ms = rcft_idle;
 	c->threads = (unsigned)threads;
+	c->poll_us = (unsigned)poll_us;
 	if (!c->ctl_socket[0])
 		snprintf(c->ctl_socket, sizeof(c->ctl_socket), "/run/jakiro/%s.sock", c->host);
 	if (!c->state_file[0])

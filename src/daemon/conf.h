@@ -22,6 +22,7 @@
 #define JK_MAX_VLT_CONF 4096
 #define JK_ERR_MAX      256
 #define JK_MAX_THREADS  8       /* datapath threads */
+#define JK_MAX_POLL_US  10000   /* a datapath thread's busy-polling after its last event */
 
 enum jk_backend { JK_BACKEND_TAP, JK_BACKEND_AFPACKET };
 
@@ -68,6 +69,7 @@ struct jk_conf {
 	char state_file[JK_PATH_MAX];
 	uint64_t nft_idle_ms, rcft_idle_ms;
 	unsigned threads;                  /* datapath threads; 0 = one per core */
+	unsigned poll_us;                  /* busy-poll this long after the last event; 0 = sleep at once */
 	struct jk_vpc_conf vpcs[JK_MAX_VPCS];
 	unsigned n_vpcs;
 	struct jk_vnic_conf vnics[JK_MAX_VNICS];

@@ -237,9 +237,9 @@ int main(int argc, char **argv)
 		goto out_net;
 	}
 	d.started_ns = jk_now_ns();
-	fprintf(stderr, "jakirod: %s up: VTEP %s:%d, %u vNICs, %u datapath threads, control %s\n", d.conf->host,
-		inet_ntoa((struct in_addr){ htonl(d.conf->vtep) }), JK_UDP_PORT_VXLAN, d.conf->n_vnics, d.n_threads,
-		d.conf->ctl_socket);
+	fprintf(stderr, "jakirod: %s up: VTEP %s:%d, %u vNICs, %u datapath threads (busy-polling %u us), control %s\n",
+		d.conf->host, inet_ntoa((struct in_addr){ htonl(d.conf->vtep) }), JK_UDP_PORT_VXLAN, d.conf->n_vnics,
+		d.n_threads, d.conf->poll_us, d.conf->ctl_socket);
 	r = run(&d);
 	jk_workers_stop(&d);
 	status = r ? 1 : 0;

@@ -378,7 +378,10 @@ static int main_lat(struct jk_perf *p)
 		jk_report_lat(p);
 	}
 	printf("%s", rline);
-	if (p->verb != JK_WRITE)
+	/* perftest's write_lat ends without one; with -D the side that stops
+	 * first must go on answering (ACKing the peer's last WRITE) until the
+	 * peer stops too, which this exchange, driving the RNIC, provides. */
+	if (p->verb != JK_WRITE || p->duration)
 		jk_pt_close(&p->conn, &p->my[0], &p->rem[0]);
 	return p->errors ? 1 : 0;
 }

@@ -400,17 +400,23 @@ int jk_run_lat_write(struct jk_perf *p)
 	while (!err && !end && (scnt < iters || ccnt < iters || rcnt < iters)) {
 		if (rcnt < iters && !(scnt < 1 && is_server)) {
 			rcnt++;
-			while (!err && *poll_buf != (uint8_t)rcnt) {
-				rnic_progress(p->dev, rnic_now_ns());
+			while (!err && !end && *poll_buf != (uint8_t)rcnt) {
+				uint64_t now = rnic_now_ns();
+
+				rnic_progress(p->dev, now);
 				if (qp_failed(p))
 					err = -EIO;
 				else if (stop_sig)
 					err = -EINTR;
+				else if (p->duration && now >= d.end)
+					end = 1;         /* the peer stopped first */
 			}
 			if (err) {
 				waiting = "the peer's RDMA WRITE";
 				break;
 			}
+			if (end)
+				break;
 		}
 		if (scnt < iters) {
 			if (!p->duration)

@@ -4,13 +4,15 @@
 # DHTB still holds its rate with both threads carrying its traffic (the
 # core is shared: docs/datapath.md); vNICs added and removed at run time
 # while traffic flows; a bad thread count is refused, naming the field.
+# poll_us (busy-polling after the last event): h2 polls and carries the
+# traffic; out of range it is refused, naming the field.
 source "$(dirname "$0")/../lib.sh"
 need iperf3 python3
 
 cat > "$WORK/topo.json" <<'JSON'
 {
   "hosts": [ {"name": "h1", "underlay": "172.30.0.1/24", "threads": 2},
-             {"name": "h2", "underlay": "172.30.0.2/24", "threads": 2} ],
+             {"name": "h2", "underlay": "172.30.0.2/24", "threads": 2, "poll_us": 200} ],
   "vpcs":  [ {"name": "blue", "vni": 1001, "subnet": "10.0.0.0/24"} ],
   "vnics": [ {"name": "b1", "vpc": "blue", "host": "h1", "ip": "10.0.0.1", "rate": "200mbit"},
              {"name": "b2", "vpc": "blue", "host": "h2", "ip": "10.0.0.2"} ]
@@ -18,7 +20,8 @@ cat > "$WORK/topo.json" <<'JSON'
 JSON
 lab_up "$WORK/topo.json" || { not_ok "lab up"; exit 1; }
 
-check "h1 runs 2 datapath threads" grep -q "2 datapath threads" "/run/jakiro-lab/$LAB_PREFIX/h1.log"
+check "h1 runs 2 datapath threads" grep -q "2 datapath threads (busy-polling 0 us)" "/run/jakiro-lab/$LAB_PREFIX/h1.log"
+check "h2 busy-polls 200 us" grep -q "2 datapath threads (busy-polling 200 us)" "/run/jakiro-lab/$LAB_PREFIX/h2.log"
 check "the tenant's TAP has 2 queues" test "$(lab exec b1 -- ls /sys/class/net/eth0/queues | grep -c '^tx-')" -eq 2
 
 listening() { lab exec "$1" -- ss -ltn | grep -q ":$2 "; }
@@ -50,4 +53,9 @@ cat > "$WORK/bad.json" <<'JSON'
 JSON
 "$JAKIRO_BIN/jakirod" -c "$WORK/bad.json" --check > "$WORK/bad.out" 2>&1
 check "threads 9 refused, naming the field" grep -q "threads" "$WORK/bad.out"
+cat > "$WORK/bad.json" <<'JSON'
+{"host": "hx", "vtep": "172.30.9.1", "poll_us": 10001, "vpcs": [], "vnics": []}
+JSON
+"$JAKIRO_BIN/jakirod" -c "$WORK/bad.json" --check > "$WORK/bad.out" 2>&1
+check "poll_us 10001 refused, naming the field" grep -q "poll_us" "$WORK/bad.out"
 exit $FAILED

@@ -65,3 +65,6 @@ run "jk_write_bw -D 2 -q 4 --report_gbits" jk_write_bw "-D 2 -q 4 --report_gbits
 	"-D 2 -q 4 --report_gbits" "^ 65536${S}[0-9]+${S}[0-9.]+${S}[0-9.]+"
 grep -q "BW average\[Gb/sec\]" "$RN_TMP/$PORT.cli" && ok "--report_gbits columns" || not_ok "--report_gbits columns"
 run "jk_read_lat -D 2" jk_read_lat "-D 2" "-D 2" "^ 2${S}[0-9]+${S}[0-9.]+${S}[0-9.]+"
+# both sides exit 0: the one that stops first answers until the other stops
+run "jk_write_lat -D 2 (both sides stop cleanly)" jk_write_lat "-s 2 -D 2" "-s 2 -D 2" \
+	"^ 2${S}[0-9]+${S}[0-9.]+${S}[0-9.]+"
