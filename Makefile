@@ -38,7 +38,7 @@ UNIT_TESTS :=
 
 all:
 
-include $(wildcard src/*/part.mk) $(wildcard tests/*/part.mk)
+include $(wildcard src/*/part.mk) $(wildcard tests/*/part.mk) $(wildcard bench/*/part.mk)
 
 all: $(BINS)
 
