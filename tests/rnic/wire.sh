@@ -14,6 +14,14 @@ for c in tcpdump tshark; do command -v $c >/dev/null || { echo "# no $c"; exit 7
 /usr/bin/python3 -c 'import scapy.contrib.roce' 2>/dev/null || { echo "# no python3-scapy"; exit 77; }
 rn_setup 1500
 PORT=18650
+# What a wire carries: the soft RNIC's UDP_SEGMENT sends are cut into their
+# packets before the veths (a NIC would cut them; a veth would pass them
+# whole, and the capture would hold 64 KiB super-frames).
+for side in "$NS1 $IF1" "$NS2 $IF2"; do
+	set -- $side
+	ip netns exec "$1" ethtool -K "$2" tx-udp-segmentation off >/dev/null 2>&1 ||
+		{ not_ok "tx-udp-segmentation off on $2"; exit 1; }
+done
 
 # The capture runs for the whole exchange (a frame count would end it at a
 # point that depends on timing, before the small single-packet operations)

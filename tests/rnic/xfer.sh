@@ -47,6 +47,27 @@ run "RNR NAK and retry (2 receive WQEs)" -n 300 -t 16 -r 2 -- -n 300 -t 16
 run "large messages 16 MiB, mtu 4096" -n 10 -t 1 -m 4096 -S 16m,1 \
 	-- -n 10 -t 1 -m 4096 -S 16m,1
 
+# A veth passes a UDP_SEGMENT send whole: the sender batched its packets and
+# the receiver cut coalesced frames (tx_gso_sends, rx_gso_frames), with no
+# ICRC or GSO drop (the per-packet IP IDs were right).
+counter() {   # FILE NAME -> value from the "counters:" line (only non-zero ones are printed)
+	local v
+	v=$(sed -n "s/.*counters:.* $2=\([0-9]*\).*/\1/p" "$1" | tail -1)
+	echo "${v:-0}"
+}
+gso_ok() {
+	local c=$RN_TMP/$1.cli s=$RN_TMP/$1.srv
+	[ "$(counter "$c" tx_gso_sends)" -gt 0 ] && [ "$(counter "$s" rx_gso_frames)" -gt 0 ] &&
+		[ "$(counter "$s" drop_bad_icrc)" -eq 0 ] && [ "$(counter "$s" drop_gso)" -eq 0 ] &&
+		[ "$(counter "$c" drop_bad_icrc)" -eq 0 ]
+}
+if gso_ok "large messages 16 MiB, mtu 4096"; then
+	ok "UDP_SEGMENT sends and coalesced receive, no ICRC drop"
+else
+	not_ok "UDP_SEGMENT sends and coalesced receive, no ICRC drop"
+	grep -h "^counters:" "$RN_TMP/large messages 16 MiB, mtu 4096".* | sed 's/^/#   /'
+fi
+
 # 1 GiB messages of every operation (JK_RNIC_BIG=1: 3 GiB of memory per side)
 if [ "${JK_RNIC_BIG:-0}" = 1 ]; then
 	run "1 GiB messages, every operation, mtu 4096" -n 5 -t 1 -m 4096 -S 1g -T 900 \
