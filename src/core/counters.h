@@ -20,6 +20,7 @@
 	X(TRUNC_L4,        "trunc_l4",        "TCP/UDP/ICMP header truncated") \
 	X(BAD_L4,          "bad_l4",          "TCP data offset or UDP length invalid") \
 	X(TRUNC_BTH,       "trunc_bth",       "RoCEv2 BTH truncated") \
+	X(ROCE_FRAG,       "roce_frag",       "fragmented RoCEv2 (UDP 4791): never sent by an RNIC, would pass the RCFT by") \
 	X(ETHERTYPE,       "ethertype",       "EtherType other than IPv4 and ARP") \
 	X(VNET_FLAGS,      "vnet_flags",      "virtio-net header: unknown flags or GSO type") \
 	X(VNET_CSUM,       "vnet_csum",       "virtio-net header: csum_start/csum_offset outside the frame or not at the L4 checksum") \

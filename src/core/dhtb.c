@@ -11,7 +11,6 @@
 #define MAX_REFILL_NS NS_PER_S        /* buckets are full after 1 s anyway */
 #define MIN_BURST     (64 * 1024)     /* at least a TSO-sized burst */
 #define MIN_CLASS_BURST (16 * 1024)
-#define FLOW_SEED     0x64687462u     /* "dhtb" */
 
 #define QUEUE_MIN (4 * 65536)
 
@@ -221,7 +220,7 @@ static unsigned flow_of(const struct jk_dhtb *b, const struct jk_pkt *p, uint32_
 	w[1] = m->dst_ip;
 	w[2] = (uint32_t)m->sport << 16 | m->dport;
 	w[3] = m->ip_proto;
-	*tag = jk_hash_words(w, 4, FLOW_SEED);
+	*tag = jk_hash_keyed(w, 4);
 	base = 1 + *tag % sets * JK_DHTB_WAYS;
 	for (unsigned k = 0; k < JK_DHTB_WAYS; k++) {
 		const struct jk_dhtb_flow *f = &b->flow[base + k];
@@ -382,21 +381,25 @@ enum jk_dhtb_verdict jk_dhtb_admit(struct jk_dhtb *b, enum jk_dhtb_class c, stru
 	if (c == JK_DHTB_RDMA) {
 		uint64_t debt;
 
-		/* Within tokens, charged once; ACK/NAK/CNP over the limit pass
-		 * anyway, without adding to the debt. */
-		if (take(b, c, cost) || ctrl) {
+		/* Within tokens, charged once.  Over them, charged as debt up
+		 * to the hard ceiling, beyond it dropped.  ACK/NAK/CNP (exactly
+		 * their size: parse.c) are charged the same but never marked,
+		 * and pass JK_DHTB_CTRL_BUDGET bytes of debt beyond the ceiling
+		 * (where data is dropped): the transport must hear them, and a
+		 * flood of them is still bounded (docs/dhtb.md). */
+		if (take(b, c, cost)) {
 			passed(b, c, len);
 			return JK_DHTB_PASS;
 		}
 		debt = (uint64_t)((cost - b->cls[c].tokens) / NS_PER_S);
-		if (debt > b->params.ceiling) {
+		if (debt > b->params.ceiling + (ctrl ? JK_DHTB_CTRL_BUDGET : 0)) {
 			b->st[c].dropped++;
 			return JK_DHTB_DROP;
 		}
 		b->cls[c].tokens -= cost;
 		charge_root(b, cost);
 		passed(b, c, len);
-		if (ect && rdma_mark(b, debt)) {
+		if (ect && !ctrl && rdma_mark(b, debt)) {
 			b->st[c].marked++;
 			return JK_DHTB_MARK;
 		}

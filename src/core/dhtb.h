@@ -34,6 +34,7 @@ enum jk_dhtb_class { JK_DHTB_RDMA, JK_DHTB_TCP, JK_DHTB__CLASSES };
 #define JK_DHTB_WAYS    8        /* flow queues per set (set-associative, as cake) */
 #define JK_DHTB_FLOWS   (1 + 16 * JK_DHTB_WAYS) /* TCP flow queues per DHTB; flow 0 takes non-IPv4 frames and fragments */
 #define JK_DHTB_QUANTUM 1514     /* DRR quantum, bytes: one full-sized frame per flow and round */
+#define JK_DHTB_CTRL_BUDGET 65536 /* RDMA debt beyond the ceiling that ACK/NAK/CNP may still run up */
 
 struct jk_dhtb_params {
 	uint64_t rate_bps;          /* 0 = unlimited: everything passes */

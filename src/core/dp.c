@@ -354,6 +354,12 @@ void jk_dp_age(struct jk_dp *dp, uint64_t now_ns)
 	jk_rcft_age(&dp->rcft, now_ns);
 }
 
+void jk_dp_age_some(struct jk_dp *dp, uint64_t now_ns, uint32_t slots)
+{
+	jk_nft_age_some(&dp->nft, now_ns, slots);
+	jk_rcft_age_some(&dp->rcft, now_ns, slots);
+}
+
 /* ---- packet path -------------------------------------------------------- */
 
 static void drop(struct jk_dp *dp, struct jk_vnic *v, struct jk_pkt *p, enum jk_drop why)

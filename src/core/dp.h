@@ -146,5 +146,11 @@ void jk_dp_snapshot(const struct jk_dp *dp, struct jk_dp_snapshot *s);
 
 /* Ages the NFT and RCFT; call about once a second. */
 void jk_dp_age(struct jk_dp *dp, uint64_t now_ns);
+/* One bounded step of aging: the next `slots` slots of the NFT and of the
+ * RCFT.  Called every second with JK_AGE_SLOTS, a 65,536-entry table
+ * (131,072 slots) is swept every 4 s: an idle entry leaves within its idle
+ * time + 4 s, and no step holds the datapath for long. */
+void jk_dp_age_some(struct jk_dp *dp, uint64_t now_ns, uint32_t slots);
+#define JK_AGE_SLOTS 32768
 
 #endif

@@ -21,7 +21,7 @@ uint32_t jk_flow_hash(const struct jk_flow_key *k)
 	uint32_t w[5];
 
 	memcpy(w, k, sizeof(w));
-	return jk_hash_words(w, 5, 0x6e667400u);
+	return jk_hash_keyed(w, 5);
 }
 
 struct jk_nft_entry *jk_nft_lookup(struct jk_nft *n, const struct jk_flow_key *k, uint32_t hash)
@@ -52,6 +52,13 @@ uint32_t jk_nft_age(struct jk_nft *n, uint64_t now_ns)
 	struct age_arg a = { .now_ns = now_ns, .idle_ns = n->idle_ns };
 
 	return jk_table_sweep(&n->t, idle_expired, NULL, &a);
+}
+
+uint32_t jk_nft_age_some(struct jk_nft *n, uint64_t now_ns, uint32_t slots)
+{
+	struct age_arg a = { .now_ns = now_ns, .idle_ns = n->idle_ns };
+
+	return jk_table_sweep_some(&n->t, slots, idle_expired, NULL, &a);
 }
 
 static bool uses_vnic(const void *entry, void *arg)

@@ -49,6 +49,8 @@ struct jk_nft_entry *jk_nft_lookup(struct jk_nft *n, const struct jk_flow_key *k
 struct jk_nft_entry *jk_nft_insert(struct jk_nft *n, const struct jk_flow_key *k, uint32_t hash);
 /* Removes entries idle since before now_ns - idle_ns; returns how many. */
 uint32_t jk_nft_age(struct jk_nft *n, uint64_t now_ns);
+/* The same over the next `slots` slots only (table.h: jk_table_sweep_some). */
+uint32_t jk_nft_age_some(struct jk_nft *n, uint64_t now_ns, uint32_t slots);
 /* Removes every entry whose in_vnic or out_vnic is `vnic`. */
 uint32_t jk_nft_flush_vnic(struct jk_nft *n, uint16_t vnic);
 

@@ -64,7 +64,8 @@ static uint16_t csum_offset_of(uint8_t gso_type)
 static enum jk_drop check_roce_segments(const struct jk_pkt *p, uint32_t payload)
 {
 	const struct jk_pkt_meta *m = &p->meta;
-	bool ctrl = (m->flags & JK_PF_ROCE_CTRL) != 0;
+	bool ctrl = m->bth_opcode == JK_BTH_OP_RC_ACK || m->bth_opcode == JK_BTH_OP_RC_ATOMIC_ACK ||
+		    m->bth_opcode == JK_BTH_OP_CNP;
 
 	for (uint32_t ofs = p->off.gso_size; ofs < payload; ofs += p->off.gso_size) {
 		const struct jk_bth *bth = (const void *)(p->data + p->off.hdr_len + ofs);

@@ -117,6 +117,11 @@ static int read_udp(struct jk_pkt_meta *m, const uint8_t *h, uint32_t avail)
 	m->flags |= JK_PF_UDP;
 	m->sport = jk_get16(udp->sport);
 	m->dport = jk_get16(udp->dport);
+	/* RoCEv2 is never fragmented (DF); a fragmented one would pass the
+	 * RCFT and the RDMA class by (its BTH is not parsed in a fragment),
+	 * and a receiver's kernel would reassemble it for its RNIC. */
+	if ((m->flags & JK_PF_FRAG) && m->dport == JK_UDP_PORT_ROCE)
+		return -JK_DROP_ROCE_FRAG;
 	return sizeof(*udp);
 }
 
@@ -136,6 +141,29 @@ static int read_icmp(struct jk_pkt_meta *m, const uint8_t *h, uint32_t avail)
 	return sizeof(*icmp);
 }
 
+/* The UDP payload (BTH onwards) of a datagram whose BTH is at h: the UDP
+ * header sits right before it. */
+static unsigned udp_payload(const uint8_t *h)
+{
+	const struct jk_udp_hdr *udp = (const void *)(h - sizeof(*udp));
+
+	return jk_get16(udp->len) - (unsigned)sizeof(*udp);
+}
+
+/* Bytes from the BTH to the end of the ICRC of an ACK/NAK, an atomic ACK
+ * and a CNP (IBTA vol. 1 9.2, 9.3; RoCEv2 annex A17.9.3); 0 for other
+ * opcodes.  Only a packet of exactly that size counts as control: the
+ * DHTB never marks control (docs/dhtb.md), so anything bigger is data. */
+static unsigned ctrl_size(uint8_t opcode)
+{
+	switch (opcode) {
+	case JK_BTH_OP_RC_ACK:        return 12 + 4 + 4;          /* BTH AETH ICRC */
+	case JK_BTH_OP_RC_ATOMIC_ACK: return 12 + 4 + 8 + 4;      /* + AtomicAckETH */
+	case JK_BTH_OP_CNP:           return 12 + 16 + 4;         /* + 16 reserved */
+	default:                      return 0;
+	}
+}
+
 static int read_bth(struct jk_pkt_meta *m, const uint8_t *h, uint32_t avail)
 {
 	const struct jk_bth *bth = (const void *)h;
@@ -147,8 +175,7 @@ static int read_bth(struct jk_pkt_meta *m, const uint8_t *h, uint32_t avail)
 	m->bth_psn = jk_bth_psn(bth);
 	if (group == JK_BTH_GROUP_RC)
 		m->flags |= JK_PF_ROCE_RC;
-	if (bth->opcode == JK_BTH_OP_RC_ACK || bth->opcode == JK_BTH_OP_RC_ATOMIC_ACK ||
-	    bth->opcode == JK_BTH_OP_CNP)
+	if (ctrl_size(bth->opcode) && ctrl_size(bth->opcode) == udp_payload(h))
 		m->flags |= JK_PF_ROCE_CTRL;
 	return sizeof(*bth);
 }

@@ -22,7 +22,7 @@ uint32_t jk_rc_hash(const struct jk_rc_key *k)
 {
 	uint32_t w[4] = { k->vni, k->src_ip, k->dst_ip, k->dqpn };
 
-	return jk_hash_words(w, 4, 0x72636600u);
+	return jk_hash_keyed(w, 4);
 }
 
 struct jk_rcft_entry *jk_rcft_lookup(struct jk_rcft *r, const struct jk_rc_key *k, uint32_t hash)
@@ -81,6 +81,13 @@ uint32_t jk_rcft_age(struct jk_rcft *r, uint64_t now_ns)
 	struct sweep_arg a = { .r = r, .now_ns = now_ns };
 
 	return jk_table_sweep(&r->t, rc_expired, rc_removed, &a);
+}
+
+uint32_t jk_rcft_age_some(struct jk_rcft *r, uint64_t now_ns, uint32_t slots)
+{
+	struct sweep_arg a = { .r = r, .now_ns = now_ns };
+
+	return jk_table_sweep_some(&r->t, slots, rc_expired, rc_removed, &a);
 }
 
 uint32_t jk_rcft_flush_vnic(struct jk_rcft *r, uint16_t vnic_id)

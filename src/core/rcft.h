@@ -48,6 +48,8 @@ struct jk_rcft_entry *jk_rcft_admit(struct jk_rcft *r, const struct jk_rc_key *k
 				    uint16_t vnic_id, uint32_t quota, uint64_t now_ns, int *why);
 
 uint32_t jk_rcft_age(struct jk_rcft *r, uint64_t now_ns);
+/* The same over the next `slots` slots only (table.h: jk_table_sweep_some). */
+uint32_t jk_rcft_age_some(struct jk_rcft *r, uint64_t now_ns, uint32_t slots);
 uint32_t jk_rcft_flush_vnic(struct jk_rcft *r, uint16_t vnic_id);
 
 #endif

@@ -44,7 +44,9 @@ void jk_table_fini(struct jk_table *t)
 
 void *jk_table_find(const struct jk_table *t, const void *key, uint32_t hash)
 {
-	for (uint32_t i = hash & t->mask; t->used[i]; i = (i + 1) & t->mask) {
+	uint32_t i = hash & t->mask;
+
+	for (uint32_t d = 0; d <= JK_TABLE_PROBE_MAX && t->used[i]; d++, i = (i + 1) & t->mask) {
 		void *e = slot_at(t, i);
 
 		if (t->hashes[i] == hash && memcmp(e, key, t->key_size) == 0)
@@ -55,13 +57,16 @@ void *jk_table_find(const struct jk_table *t, const void *key, uint32_t hash)
 
 void *jk_table_insert(struct jk_table *t, const void *key, uint32_t hash)
 {
-	uint32_t i = hash & t->mask;
+	uint32_t i = hash & t->mask, d = 0;
 	void *e;
 
 	if (t->count >= t->max_count)
 		return NULL;
-	while (t->used[i])
+	while (t->used[i]) {
+		if (++d > JK_TABLE_PROBE_MAX)
+			return NULL;
 		i = (i + 1) & t->mask;
+	}
 	e = slot_at(t, i);
 	memset(e, 0, t->entry_size);
 	memcpy(e, key, t->key_size);
@@ -109,14 +114,17 @@ void *jk_table_next(const struct jk_table *t, uint32_t *pos)
 	return NULL;
 }
 
-uint32_t jk_table_sweep(struct jk_table *t, bool (*expired)(const void *entry, void *arg),
-			void (*removed)(const void *entry, void *arg), void *arg)
+uint32_t jk_table_sweep_some(struct jk_table *t, uint32_t slots, bool (*expired)(const void *entry, void *arg),
+			     void (*removed)(const void *entry, void *arg), void *arg)
 {
-	uint32_t n = 0;
+	uint32_t n = 0, i;
 
 	if (!t->slots)
 		return 0;
-	for (uint32_t i = 0; i <= t->mask; i++) {
+	if (slots > t->mask + 1)
+		slots = t->mask + 1;
+	i = t->sweep_pos & t->mask;
+	for (uint32_t k = 0; k < slots; k++, i = (i + 1) & t->mask) {
 		/* A removal may shift a later entry into slot i: look again. */
 		while (t->used[i] && expired(slot_at(t, i), arg)) {
 			if (removed)
@@ -125,5 +133,15 @@ uint32_t jk_table_sweep(struct jk_table *t, bool (*expired)(const void *entry, v
 			n++;
 		}
 	}
+	t->sweep_pos = i;
 	return n;
+}
+
+uint32_t jk_table_sweep(struct jk_table *t, bool (*expired)(const void *entry, void *arg),
+			void (*removed)(const void *entry, void *arg), void *arg)
+{
+	if (!t->slots)
+		return 0;
+	t->sweep_pos = 0;
+	return jk_table_sweep_some(t, t->mask + 1, expired, removed, arg);
 }

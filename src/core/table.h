@@ -21,7 +21,14 @@ struct jk_table {
 	uint32_t key_size;
 	uint32_t count;
 	uint32_t max_count;   /* entries allowed: keeps the load factor <= 3/4 */
+	uint32_t sweep_pos;   /* where jk_table_sweep_some goes on */
 };
+
+/* No entry sits farther than this from its home slot: an insert that would
+ * is refused (as when full), so a lookup probes at most this many slots,
+ * whatever keys were inserted.  (Backward-shift deletion only moves
+ * entries closer to home.) */
+#define JK_TABLE_PROBE_MAX 128
 
 /* Sizes the table for `max_entries`.  0 or -ENOMEM / -EINVAL. */
 int jk_table_init(struct jk_table *t, uint32_t max_entries, uint32_t entry_size, uint32_t key_size);
@@ -30,7 +37,8 @@ void jk_table_fini(struct jk_table *t);
 void *jk_table_find(const struct jk_table *t, const void *key, uint32_t hash);
 
 /* Adds an entry for `key` (which must not be present), zeroed but for the
- * key.  NULL when the table is full. */
+ * key.  NULL when the table is full, or when the free slot is more than
+ * JK_TABLE_PROBE_MAX from the key's home. */
 void *jk_table_insert(struct jk_table *t, const void *key, uint32_t hash);
 
 /* Removes an entry returned by find/insert/next.  Other entries may move:
@@ -45,5 +53,11 @@ void *jk_table_next(const struct jk_table *t, uint32_t *pos);
  * number removed. */
 uint32_t jk_table_sweep(struct jk_table *t, bool (*expired)(const void *entry, void *arg),
 			void (*removed)(const void *entry, void *arg), void *arg);
+
+/* The same over the next `slots` slots only, from where the last call
+ * stopped (wrapping): aging in bounded steps, so that no pass holds the
+ * datapath for long whatever the table's size. */
+uint32_t jk_table_sweep_some(struct jk_table *t, uint32_t slots, bool (*expired)(const void *entry, void *arg),
+			     void (*removed)(const void *entry, void *arg), void *arg);
 
 #endif

@@ -8,6 +8,7 @@
  * control socket) and exit 0.
  */
 #include "daemon/jakirod.h"
+#include "core/hash.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -18,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/random.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/timerfd.h>
@@ -92,7 +94,8 @@ static int run(struct jakirod *d)
 
 				if (read(d->timer_fd, &ticks, sizeof(ticks)) == sizeof(ticks)) {
 					pthread_mutex_lock(&d->dp_lock);
-					jk_dp_age(d->dp, jk_now_ns());
+					/* a bounded step: the lock is held ~0.1 ms at most */
+					jk_dp_age_some(d->dp, jk_now_ns(), JK_AGE_SLOTS);
 					pthread_mutex_unlock(&d->dp_lock);
 					jk_ctl_expire(d, jk_now_ns());
 				}
@@ -165,6 +168,7 @@ int main(int argc, char **argv)
 	bool check_only = false;
 	char err[JK_ERR_MAX * 4];
 	struct jk_dp_params params;
+	uint64_t hash_key[2];
 	struct jakirod d;
 	sigset_t sigs;
 	int sig_fd = -1, opt, r, status = 1;
@@ -206,6 +210,13 @@ int main(int argc, char **argv)
 		status = 0;
 		goto out;
 	}
+	/* The flow tables' hash key, new at every start: a tenant cannot aim
+	 * its flows at one slot (core/hash.h). */
+	if (getrandom(hash_key, sizeof(hash_key), 0) != sizeof(hash_key)) {
+		fprintf(stderr, "jakirod: getrandom: %s\n", strerror(errno));
+		goto out;
+	}
+	jk_hash_set_key(hash_key[0], hash_key[1]);
 	jk_dp_params_default(&params, d.conf->vtep);
 	params.underlay_mtu = d.conf->underlay_mtu;
 	params.nft_idle_ns = d.conf->nft_idle_ms * 1000000ull;

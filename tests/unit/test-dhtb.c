@@ -659,33 +659,44 @@ static void rdma_not_ect_unmarked_then_dropped_at_ceiling(void **state)
 	assert_int_equal(b->st[RDMA].packets, passed);
 }
 
-/* ACK/NAK/CNP pass unmarked whatever the debt, ECT or not, small or large. */
-static void rdma_ctrl_always_passes_unmarked(void **state)
+/* ACK/NAK/CNP (exactly their size: parse.c) are charged like data, never
+ * marked while the debt is within the hard ceiling, and dropped beyond it:
+ * a flood of them is no free pass (the control budget is the ceiling). */
+static void rdma_ctrl_charged_unmarked_within_ceiling(void **state)
 {
 	struct jk_dhtb_params p;
 	struct pool *pl = fixture_pool();
 	struct jk_dhtb *b;
-	static struct rdma_run r;
-	uint64_t pk, mk, dr, debt;
+	uint64_t pk, mk, debt;
+	unsigned passed = 0, dropped = 0, i;
 
 	rdma_params(&p);
 	b = bucket_new(&p, 1000);
-	rdma_burst(b, pl, true, &r);                          /* at the ceiling, dropping */
-	assert_int_equal(r.v[RUN_N - 1], JK_DHTB_DROP);
+	/* into debt with data, well below the ceiling, where data gets marked */
+	for (i = 0; rdma_debt(b) < p.mark_kmax; i++)
+		admit(b, pl, RDMA, 1000, false, true, 1000, i);
 	pk = b->st[RDMA].packets;
 	mk = b->st[RDMA].marked;
-	dr = b->st[RDMA].dropped;
 	debt = rdma_debt(b);
-	for (unsigned i = 0; i < 100; i++) {
-		assert_int_equal(admit(b, pl, RDMA, 64, true, true, 1000, i), JK_DHTB_PASS);
-		assert_int_equal(admit(b, pl, RDMA, 64, true, false, 1000, i), JK_DHTB_PASS);
-		assert_int_equal(admit(b, pl, RDMA, 9000, true, true, 1000, i), JK_DHTB_PASS);
+	for (i = 0; i < 100; i++)
+		assert_int_equal(admit(b, pl, RDMA, 20, true, true, 1000, i), JK_DHTB_PASS);
+	assert_int_equal(b->st[RDMA].packets, pk + 100);
+	assert_int_equal(b->st[RDMA].marked, mk);              /* never marked */
+	assert_int_equal(rdma_debt(b), debt + 100 * 20);       /* but charged */
+	/* a flood of control passes the ceiling (where data is dropped) by
+	 * its budget, and is dropped there */
+	for (i = 0; i < 100000 && !dropped; i++) {
+		enum jk_dhtb_verdict v = admit(b, pl, RDMA, 20, true, true, 1000, i);
+
+		assert_int_not_equal(v, JK_DHTB_MARK);
+		passed += v == JK_DHTB_PASS;
+		dropped += v == JK_DHTB_DROP;
 	}
-	assert_int_equal(b->st[RDMA].packets, pk + 300);
-	assert_int_equal(b->st[RDMA].marked, mk);
-	assert_int_equal(b->st[RDMA].dropped, dr);
-	/* data is still dropped: control packets did not repay the debt */
-	assert_true(rdma_debt(b) >= debt);
+	assert_int_equal(dropped, 1);
+	assert_true(rdma_debt(b) > p.ceiling);
+	assert_true(rdma_debt(b) <= p.ceiling + JK_DHTB_CTRL_BUDGET);
+	assert_true(passed >= (p.ceiling + JK_DHTB_CTRL_BUDGET - debt - 2000) / 20);
+	/* data is dropped too: control did not repay the debt */
 	assert_int_equal(admit(b, pl, RDMA, 1000, false, true, 1000, 0), JK_DHTB_DROP);
 }
 
@@ -1445,7 +1456,7 @@ int main(void)
 		T(shares_follow_weights),
 		T(rdma_marked_with_debt_never_dropped_below_ceiling),
 		T(rdma_not_ect_unmarked_then_dropped_at_ceiling),
-		T(rdma_ctrl_always_passes_unmarked),
+		T(rdma_ctrl_charged_unmarked_within_ceiling),
 		T(tcp_queue_fifo_bounded_marked),
 		T(tcp_flows_own_queues),
 		T(tcp_flows_share_rate),

@@ -560,7 +560,9 @@ static void rdma_ingress_marked_dropped_acks_pass(void **state)
 		static const uint8_t ops[] = { BTH_RC_ACK, BTH_CNP };
 		struct jk_pkt *p;
 
-		roce_frame(&in, MAC_C, MAC_B, IP_C, IP_B, i % 2 ? ECT0 : NOT_ECT, ops[i / 10], (uint16_t)i, 4);
+		/* (exactly their size: AETH + ICRC, 16 reserved bytes + ICRC) */
+		roce_frame(&in, MAC_C, MAC_B, IP_C, IP_B, i % 2 ? ECT0 : NOT_ECT, ops[i / 10], (uint16_t)i,
+			   ops[i / 10] == BTH_RC_ACK ? 4 + 4 : 16 + 4);
 		vxlan_packet(&vx, VNI_1, &in);
 		p = ingress(env, VTEP_2, in.b[ETH + 1] & 3, &vx, 0);
 		assert_int_equal(p->verdict.action, JK_ACT_TO_VNIC);

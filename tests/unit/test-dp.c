@@ -118,15 +118,29 @@ static void udp_frame(struct frame *f, struct l3 h, uint16_t sport, uint16_t dpo
 	fr_done(f);
 }
 
-static void roce_frame(struct frame *f, struct l3 h, uint8_t opcode, uint32_t dqpn)
+/* After the BTH: AETH + ICRC for an ACK, + AtomicAckETH for an atomic ACK,
+ * 16 reserved bytes + ICRC for a CNP (their exact sizes), else 64 bytes of
+ * payload + ICRC. */
+static uint32_t after_bth(uint8_t opcode)
+{
+	return opcode == BTH_RC_ACK ? 4 + 4 : opcode == BTH_RC_ATOMIC_ACK ? 4 + 8 + 4 :
+	       opcode == BTH_CNP ? 16 + 4 : 64 + 4;
+}
+
+static void roce_frame_len(struct frame *f, struct l3 h, uint8_t opcode, uint32_t dqpn, uint32_t rest)
 {
 	fr_init(f);
 	fr_eth(f, h.dmac, h.smac, ETH_IPV4);
 	fr_ipv4(f, &(struct ip4){ .src = h.sip, .dst = h.dip, .proto = PROTO_UDP, .tos = ECT0, .df = true });
 	fr_udp(f, 49152, PORT_ROCE);
 	fr_bth(f, &(struct bth){ .opcode = opcode, .dqpn = dqpn, .psn = 1 });
-	fr_payload(f, 64 + 4, 0x77);
+	fr_payload(f, rest, 0x77);
 	fr_done(f);
+}
+
+static void roce_frame(struct frame *f, struct l3 h, uint8_t opcode, uint32_t dqpn)
+{
+	roce_frame_len(f, h, opcode, dqpn, after_bth(opcode));
 }
 
 static void arp_frame(struct frame *f, const uint8_t *eth_src, uint16_t op, const uint8_t *sha, uint32_t spa,
@@ -898,6 +912,16 @@ static void rc_quota(void **state)
 	assert_int_equal(p->verdict.action, JK_ACT_TO_UNDERLAY);
 	assert_int_equal(env->dp.rc_live[env->a], 4);
 	assert_int_equal(env->dp.rcft.t.count, 4);
+
+	/* An "ACK" that is not an ACK's size is data: a new RC flow, over quota. */
+	{
+		struct frame f;
+
+		roce_frame_len(&f, (struct l3){ .smac = MAC_A, .dmac = MAC_C, .sip = IP_A, .dip = IP_C },
+			       BTH_RC_ACK, 95, 1200);
+		p = egress(env, env->a, &f, 0);
+		assert_dropped(env, p, JK_DROP_QP_QUOTA, 3);
+	}
 	assert_int_equal(env->dp.nft.t.count, 0);       /* RDMA never occupies the NFT */
 
 	/* B has its own quota (unlimited). */
@@ -923,7 +947,7 @@ static void rc_quota(void **state)
 	p = rc_to_c(env, BTH_RC_SEND_ONLY, 6, idle + 2);
 	assert_int_equal(p->verdict.action, JK_ACT_TO_UNDERLAY);
 	p = rc_to_c(env, BTH_RC_SEND_ONLY, 7, idle + 2);
-	assert_dropped(env, p, JK_DROP_QP_QUOTA, 3);
+	assert_dropped(env, p, JK_DROP_QP_QUOTA, 4);
 	jk_dp_age(&env->dp, 10 * idle);
 	assert_int_equal(env->dp.rc_live[env->a], 0);
 	assert_int_equal(env->dp.rcft.t.count, 0);

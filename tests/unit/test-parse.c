@@ -54,13 +54,23 @@ static void udp_frame(struct frame *f, uint16_t dport)
 	fr_done(f);
 }
 
-static void roce_frame(struct frame *f, const struct bth *b)
+static void roce_frame_len(struct frame *f, const struct bth *b, uint32_t after_bth)
 {
 	eth_ip(f, (struct ip4){ .proto = PROTO_UDP, .tos = 0x02, .df = true });
 	fr_udp(f, 49999, PORT_ROCE);
 	fr_bth(f, b);
-	fr_payload(f, 16 + 4, 0x77);    /* payload and ICRC */
+	fr_payload(f, after_bth, 0x77);
 	fr_done(f);
+}
+
+/* An ACK, atomic ACK or CNP has its exact size (BTH + AETH + ICRC; + the
+ * AtomicAckETH; BTH + 16 reserved + ICRC); others 16 bytes and the ICRC. */
+static void roce_frame(struct frame *f, const struct bth *b)
+{
+	uint32_t rest = b->opcode == BTH_RC_ACK ? 4 + 4 : b->opcode == BTH_RC_ATOMIC_ACK ? 4 + 8 + 4 :
+			b->opcode == BTH_CNP ? 16 + 4 : 16 + 4;
+
+	roce_frame_len(f, b, rest);
 }
 
 static void icmp_echo_frame(struct frame *f)
@@ -260,14 +270,13 @@ static void first_fragment(void **state)
 	assert_int_equal(m.sport, 1000);
 	assert_int_equal(m.dport, 2000);
 
-	/* A first fragment to the RoCE port is not parsed as RoCE. */
+	/* A first fragment to the RoCE port is dropped: RoCEv2 is never
+	 * fragmented, and as a fragment it would pass the RCFT by. */
 	eth_ip(&f, (struct ip4){ .proto = PROTO_UDP, .mf = true });
 	fr_udp(&f, 1000, PORT_ROCE);
 	fr_bth(&f, &(struct bth){ .opcode = BTH_RC_SEND_ONLY, .dqpn = 5 });
 	fr_done(&f);
-	assert_int_equal(parse(&f, &m), JK_DROP_NONE);
-	assert_false(m.flags & JK_PF_ROCE);
-	assert_int_equal(m.cls, JK_CLASS_OTHER);
+	assert_int_equal(parse(&f, &m), JK_DROP_ROCE_FRAG);
 }
 
 static void later_fragment(void **state)
@@ -347,6 +356,21 @@ static void bth_opcode_classes(void **state)
 		assert_int_equal(m.flags & (JK_PF_ROCE | JK_PF_ROCE_RC | JK_PF_ROCE_CTRL),
 				 JK_PF_ROCE | cases[i].flags);
 		assert_int_equal(m.cls, JK_CLASS_RDMA);
+	}
+	/* Control only at its exact size: one byte more or less is data. */
+	for (unsigned i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		uint32_t exact = cases[i].op == BTH_RC_ACK ? 8 : cases[i].op == BTH_RC_ATOMIC_ACK ? 16 :
+				 cases[i].op == BTH_CNP ? 20 : 0;
+
+		if (!exact)
+			continue;
+		for (int d = -4; d <= 1200; d += (d < 4 ? 4 : 1196)) {
+			if (!d)
+				continue;
+			roce_frame_len(&f, &(struct bth){ .opcode = cases[i].op, .dqpn = 1 }, exact + d);
+			assert_int_equal(parse(&f, &m), JK_DROP_NONE);
+			assert_false(m.flags & JK_PF_ROCE_CTRL);
+		}
 	}
 }
 

@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "core/counters.h"
+#include "core/hash.h"
 #include "core/nft.h"
 #include "core/rcft.h"
 #include "core/table.h"
@@ -26,6 +27,71 @@ struct kv {
 	uint32_t key;
 	uint32_t val;
 };
+
+/* Keys aimed at one slot (the same hash) fill at most JK_TABLE_PROBE_MAX +
+ * 1 slots of its run: the next insert is refused, and a lookup of any key
+ * stops after that many probes. */
+static void table_probe_bound(void **state)
+{
+	struct jk_table t;
+	uint32_t k, inserted = 0;
+
+	assert_int_equal(jk_table_init(&t, 4096, sizeof(struct kv), sizeof(uint32_t)), 0);
+	for (k = 0; k < 1000; k++)
+		if (jk_table_insert(&t, &k, 42))
+			inserted++;
+	assert_int_equal(inserted, JK_TABLE_PROBE_MAX + 1);
+	for (k = 0; k < inserted; k++)
+		assert_non_null(jk_table_find(&t, &k, 42));
+	k = 5000;
+	assert_null(jk_table_find(&t, &k, 42));
+	/* other homes still take entries */
+	assert_non_null(jk_table_insert(&t, &k, 42 + 2048));
+	jk_table_fini(&t);
+}
+
+/* The keyed hash depends on the key, and differs from the unkeyed one. */
+static void keyed_hash(void **state)
+{
+	uint32_t w[5] = { 1, 2, 3, 4, 5 };
+	uint32_t h0, h1, h2;
+
+	jk_hash_set_key(0, 0);
+	h0 = jk_hash_keyed(w, 5);
+	jk_hash_set_key(0x0706050403020100ull, 0x0f0e0d0c0b0a0908ull);
+	h1 = jk_hash_keyed(w, 5);
+	h2 = jk_hash_keyed(w, 4);
+	assert_int_not_equal(h0, h1);
+	assert_int_not_equal(h1, h2);
+	assert_int_equal(jk_hash_keyed(w, 5), h1);          /* deterministic under one key */
+	w[4] = 6;
+	assert_int_not_equal(jk_hash_keyed(w, 5), h1);
+	jk_hash_set_key(0, 0);
+}
+
+static bool all_expired(const void *e, void *arg) { return true; }
+
+/* jk_table_sweep_some goes on where it stopped, a bounded number of slots
+ * per call, and a whole cycle removes everything. */
+static void table_sweep_some(void **state)
+{
+	struct jk_table t;
+	uint32_t k, removed = 0, calls = 0;
+
+	assert_int_equal(jk_table_init(&t, 3000, sizeof(struct kv), sizeof(uint32_t)), 0);
+	for (k = 0; k < 3000; k++)
+		assert_non_null(jk_table_insert(&t, &k, k * 2654435761u));
+	while (t.count) {
+		uint32_t n = jk_table_sweep_some(&t, 512, all_expired, NULL, NULL);
+
+		assert_true(n <= 512 + JK_TABLE_PROBE_MAX);
+		removed += n;
+		calls++;
+		assert_true(calls <= (t.mask + 1) / 512 + 1);
+	}
+	assert_int_equal(removed, 3000);
+	jk_table_fini(&t);
+}
 
 static void table_init_rejects(void **state)
 {
@@ -503,6 +569,9 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(table_init_rejects),
+		cmocka_unit_test(table_probe_bound),
+		cmocka_unit_test(keyed_hash),
+		cmocka_unit_test(table_sweep_some),
 		cmocka_unit_test(table_basic),
 		cmocka_unit_test(table_capacity),
 		cmocka_unit_test(table_matches_model),

@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# A hostile tenant, with hand-built packets from its own namespace (issue
+# "isolation that holds against hostile tenants"):
+#   - control opcodes are not a free pass: 1200-byte UDP/4791 frames whose
+#     BTH says ACK (0x11) from a 40 Mbit/s vNIC are charged as RDMA data:
+#     at most about the rate reaches the peer (before: 27x the rate), the
+#     rest dropped at the hard ceiling and counted;
+#   - genuine ACK-sized control still passes;
+#   - fragmented RoCEv2 (which would skip the RCFT and the RDMA class) is
+#     dropped and counted (roce_frag).
+source "$(dirname "$0")/../lib.sh"
+need python3
+
+cat > "$WORK/topo.json" <<'JSON'
+{
+  "hosts": [ {"name": "h1", "underlay": "172.30.0.1/24"},
+             {"name": "h2", "underlay": "172.30.0.2/24"} ],
+  "vpcs":  [ {"name": "blue", "vni": 1001, "subnet": "10.0.0.0/24"} ],
+  "vnics": [ {"name": "a1", "vpc": "blue", "host": "h1", "ip": "10.0.0.1", "rate": "40mbit"},
+             {"name": "a2", "vpc": "blue", "host": "h2", "ip": "10.0.0.2"} ]
+}
+JSON
+lab_up "$WORK/topo.json" || { not_ok "lab up"; exit 1; }
+check "baseline ping" lab exec a1 -- ping -c 2 -i 0.2 -W 2 10.0.0.2
+
+rx_bytes() {   # HOST VNIC: bytes the vNIC received, every class
+	stat_of "$1" "sum(c['bytes'] for c in s['vnics']['$2']['ingress'].values())"
+}
+vdrop() { stat_of "$1" "s['vnics']['$2']['drops'].get('$3', 0)"; }
+
+# UDP/4791 datagrams of SIZE bytes whose first byte (the BTH opcode) is
+# OPCODE, as fast as the tenant can for SECS seconds; prints how many went.
+blast() {   # VNIC DST SIZE OPCODE SECS [df|nodf]
+	lab exec "$1" -- python3 - "$2" "$3" "$4" "$5" "${6:-df}" <<'PY'
+import socket, sys, time
+dst, size, op, secs, df = sys.argv[1], int(sys.argv[2]), int(sys.argv[3], 0), float(sys.argv[4]), sys.argv[5]
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+IP_MTU_DISCOVER, IP_PMTUDISC_DONT, IP_PMTUDISC_DO = 10, 0, 2
+s.setsockopt(socket.IPPROTO_IP, IP_MTU_DISCOVER, IP_PMTUDISC_DO if df == "df" else IP_PMTUDISC_DONT)
+s.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, 2)          # ECT(0), as an RNIC sends
+s.setblocking(False)
+msg = bytes([op]) + bytes(size - 1)
+n, end = 0, time.monotonic() + secs
+while time.monotonic() < end:
+    try:
+        s.sendto(msg, (dst, 4791)); n += 1
+    except (BlockingIOError, OSError):
+        time.sleep(0.0002)
+print(n)
+PY
+}
+
+# 1. 1200-byte "ACKs" for 2 s through a 40 Mbit/s vNIC.
+before=$(rx_bytes h2 a2)
+sent=$(blast a1 10.0.0.2 1200 0x11 2)
+got=$(( $(rx_bytes h2 a2) - before ))
+limit=$(( 40000000 / 8 * 2 * 3 / 2 + 2000000 ))   # 1.5x the rate for 2 s + 2 MB of burst and ceiling
+echo "# sent $sent datagrams of 1200 B in 2 s; $got bytes reached a2 (limit $limit)"
+check "oversized control opcodes are charged: $got bytes of $((sent * 1242)) reached the peer in 2 s at 40 Mbit/s" \
+	test "$got" -le "$limit"
+check "... and dropped at the hard ceiling, counted (dhtb_rdma)" test "$(vdrop h1 a1 dhtb_rdma)" -gt 0
+
+# 2. Genuine ACK-sized control (BTH + AETH + ICRC = 20 bytes) passes.
+before=$(rx_bytes h2 a2)
+blast a1 10.0.0.2 20 0x11 0.3 > /dev/null
+check "ACK-sized control passes" test "$(( $(rx_bytes h2 a2) - before ))" -gt 0
+
+# 3. Fragmented RoCEv2: 3000-byte datagrams without DF, cut by the tenant's kernel.
+before=$(vdrop h1 a1 roce_frag)
+blast a1 10.0.0.2 3000 0x0a 0.3 nodf > /dev/null
+check "fragmented RoCEv2 dropped and counted (roce_frag)" test "$(vdrop h1 a1 roce_frag)" -gt "$before"
+exit $FAILED
