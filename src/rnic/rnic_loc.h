@@ -305,7 +305,7 @@ static inline struct rnic_rwqe *rq_wqe(struct rnic_qp *qp, uint32_t i)
 }
 static inline uint32_t pkts_for(uint32_t len, uint32_t mtu)
 {
-	return len ? (len + mtu - 1) / mtu : 1;
+	return len ? (uint32_t)(((uint64_t)len + mtu - 1) / mtu) : 1;   /* (no wrap near 2^32) */
 }
 
 /* rnic_req.c */

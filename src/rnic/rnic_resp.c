@@ -144,7 +144,7 @@ static void do_send(struct rnic_qp *qp, struct rnic_pkt *pkt)
 		qp->resp.off = 0;
 	}
 	w = rq_wqe(qp, qp->rq_tail);
-	if (!len_ok(qp, pkt)) {
+	if (!len_ok(qp, pkt) || (uint64_t)qp->resp.off + pkt->payload_len > RNIC_MAX_MSG) {
 		qp->dev->cnt.drop_bad_len++;
 		fatal(qp, AETH_NAK_INV_REQ, pkt, "length");
 		return;
@@ -179,6 +179,11 @@ static void do_write(struct rnic_qp *qp, struct rnic_pkt *pkt)
 		const struct rnic_reth *r = pkt_reth(pkt);
 
 		qp->resp.wlen = rn_get32(r->len);
+		if (qp->resp.wlen > RNIC_MAX_MSG) {          /* max_msg_sz */
+			qp->dev->cnt.drop_bad_len++;
+			fatal(qp, AETH_NAK_INV_REQ, pkt, "length");
+			return;
+		}
 		if (!rkey_ok(qp, rn_get64(r->va), rn_get32(r->rkey), qp->resp.wlen,
 			     RNIC_ACCESS_REMOTE_WRITE, &qp->resp.wptr)) {
 			fatal(qp, AETH_NAK_REM_ACC, pkt, "rkey");
@@ -186,8 +191,9 @@ static void do_write(struct rnic_qp *qp, struct rnic_pkt *pkt)
 		}
 		qp->resp.off = 0;
 	}
-	if (!len_ok(qp, pkt) || qp->resp.off + pkt->payload_len > qp->resp.wlen ||
-	    ((pkt->mask & RNIC_LAST) && qp->resp.off + pkt->payload_len != qp->resp.wlen)) {
+	/* (64-bit sums: off + payload_len must not wrap past the MR) */
+	if (!len_ok(qp, pkt) || (uint64_t)qp->resp.off + pkt->payload_len > qp->resp.wlen ||
+	    ((pkt->mask & RNIC_LAST) && (uint64_t)qp->resp.off + pkt->payload_len != qp->resp.wlen)) {
 		qp->dev->cnt.drop_bad_len++;
 		fatal(qp, AETH_NAK_INV_REQ, pkt, "length");
 		return;
@@ -230,6 +236,11 @@ static void do_read(struct rnic_qp *qp, struct rnic_pkt *pkt)
 	uint32_t len = rn_get32(r->len);
 	uint8_t *ptr;
 
+	if (len > RNIC_MAX_MSG) {                              /* max_msg_sz */
+		qp->dev->cnt.drop_bad_len++;
+		fatal(qp, AETH_NAK_INV_REQ, pkt, "length");
+		return;
+	}
 	if (!rkey_ok(qp, rn_get64(r->va), rn_get32(r->rkey), len,
 		     RNIC_ACCESS_REMOTE_READ, &ptr)) {
 		fatal(qp, AETH_NAK_REM_ACC, pkt, "rkey");
@@ -257,7 +268,8 @@ static void duplicate(struct rnic_qp *qp, struct rnic_pkt *pkt)
 		uint8_t *ptr;
 
 		/* must end before what we expect next */
-		if (psn_compare(psn_add(pkt->psn, pkts_for(len, qp->mtu) - 1), qp->resp.psn) >= 0 ||
+		if (len > RNIC_MAX_MSG ||
+		    psn_compare(psn_add(pkt->psn, pkts_for(len, qp->mtu) - 1), qp->resp.psn) >= 0 ||
 		    !rkey_ok(qp, rn_get64(r->va), rn_get32(r->rkey), len,
 			     RNIC_ACCESS_REMOTE_READ, &ptr)) {
 			rnic_trace(dev, "qp %#x: bad duplicate read psn %#x len %u (expect %#x)\n",
