@@ -97,8 +97,26 @@ static int find_vlt(struct jakirod *d, const char *vpc, uint32_t ip)
 
 /* Checks what the datapath cannot: clashes with running vNICs and the VLT,
  * and that the backend's resources exist, before anything is created. */
+/* The qp_quota of every vNIC but `except`: with `quota` added it may not
+ * exceed the RC flow table, so that each vNIC's quota is room it has. */
+static int quota_fits(struct jakirod *d, int except, uint32_t quota, const char *field, char *err, size_t errlen)
+{
+	uint64_t sum = quota;
+
+	for (unsigned i = 0; i < JK_MAX_VNICS; i++)
+		if ((int)i != except && jk_vnic_is_up(d, i))
+			sum += d->vnics[i].conf.qp_quota;
+	if (sum <= JK_RCFT_ENTRIES)
+		return 0;
+	snprintf(err, errlen, "%s: the vNICs' quotas would add up to %llu, more than the %u RC flows the table "
+		 "holds", field, (unsigned long long)sum, JK_RCFT_ENTRIES);
+	return -ENOSPC;
+}
+
 static int vnic_precheck(struct jakirod *d, const struct jk_vnic_conf *v, char *err, size_t errlen)
 {
+	int r;
+
 	uint16_t max_mtu = jk_dp_default_mtu(d->dp);
 
 	if (find_vnic(d, v->name) >= 0) {
@@ -123,6 +141,8 @@ static int vnic_precheck(struct jakirod *d, const struct jk_vnic_conf *v, char *
 		snprintf(err, errlen, "ip: address is a remote VLT entry of VPC %s (delete it first)", v->vpc);
 		return -EEXIST;
 	}
+	if ((r = quota_fits(d, -1, v->qp_quota, "qp_quota", err, errlen)))
+		return r;
 	if (v->mtu && v->mtu > max_mtu) {
 		snprintf(err, errlen, "mtu: must be 576-%u (underlay MTU %u - 50)", max_mtu, d->conf->underlay_mtu);
 		return -EINVAL;
@@ -266,7 +286,8 @@ int jk_apply_vnic_set(struct jakirod *d, const char *name, json_t *patch, char *
 		return -ENOENT;
 	}
 	prev = next = d->vnics[id].conf;
-	if ((r = jk_conf_patch_vnic(patch, &next, "set", err, errlen)))
+	if ((r = jk_conf_patch_vnic(patch, &next, "set", err, errlen)) ||
+	    (r = quota_fits(d, id, next.qp_quota, "set.qp_quota", err, errlen)))
 		return r;
 	if (next.mtu > max_mtu) {
 		snprintf(err, errlen, "set.mtu: must be 576-%u (underlay MTU %u - 50)", max_mtu,

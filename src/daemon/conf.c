@@ -299,7 +299,7 @@ int jk_conf_patch_vnic(json_t *o, struct jk_vnic_conf *v, const char *where, cha
 		return fail(err, errlen, "%s: must be an object", where);
 	if ((r = check_keys(o, vnic_patch_keys, where, err, errlen)) ||
 	    (r = get_uint(o, "mtu", 0, 9000, where, &mtu, err, errlen)) ||
-	    (r = get_uint(o, "qp_quota", 0, 1u << 20, where, &quota, err, errlen)) ||
+	    (r = get_uint(o, "qp_quota", 0, JK_RCFT_ENTRIES, where, &quota, err, errlen)) ||
 	    (r = parse_shape(o, where, "", &v->egress, err, errlen)) ||
 	    (r = parse_shape(o, where, "ingress_", &v->ingress, err, errlen)))
 		return r;
@@ -315,7 +315,7 @@ int jk_conf_patch_vnic(json_t *o, struct jk_vnic_conf *v, const char *where, cha
 	if (mtu != 0 && mtu < 576)
 		return fail(err, errlen, "%s.mtu: must be 0 (default) or 576-9000", where);
 	v->mtu = (uint16_t)mtu;
-	v->qp_quota = (uint32_t)quota;
+	v->qp_quota = quota ? (uint32_t)quota : JK_QP_QUOTA_DEFAULT;   /* 0: the default, never "unlimited" */
 	return 0;
 }
 
@@ -336,6 +336,7 @@ int jk_conf_parse_vnic(json_t *o, const struct jk_conf *c, const char *where, st
 	int r;
 
 	memset(out, 0, sizeof(*out));
+	out->qp_quota = JK_QP_QUOTA_DEFAULT;
 	out->egress.rdma_weight = out->egress.tcp_weight = 1;
 	out->ingress = out->egress;
 	if (!json_is_object(o))
@@ -443,6 +444,16 @@ static int check_unique(const struct jk_conf *c, char *err, size_t errlen)
 			if (strcmp(a->ifname, b->ifname) == 0)
 				return fail(err, errlen, "vnics[%u].ifname: \"%s\" used twice", i, a->ifname);
 		}
+	{
+		uint64_t sum = 0;
+
+		for (unsigned i = 0; i < c->n_vnics; i++) {
+			sum += c->vnics[i].qp_quota;
+			if (sum > JK_RCFT_ENTRIES)
+				return fail(err, errlen, "vnics[%u].qp_quota: the vNICs' quotas would add up to more than "
+					    "the %u RC flows the table holds", i, JK_RCFT_ENTRIES);
+		}
+	}
 	for (unsigned i = 0; i < c->n_vlt; i++) {
 		for (unsigned j = 0; j < c->n_vnics; j++)
 			if (strcmp(c->vlt[i].vpc, c->vnics[j].vpc) == 0 && c->vlt[i].ip == c->vnics[j].ip)

@@ -22,6 +22,10 @@
 #define JK_MAX_VLT_CONF 4096
 #define JK_ERR_MAX      256
 #define JK_MAX_THREADS  8       /* datapath threads */
+#define JK_QP_QUOTA_DEFAULT 256   /* live RC flows a vNIC may have unless configured */
+#define JK_RCFT_ENTRIES 65536     /* the RC flow table (jk_dp_params.rcft_max): the sum of the
+				     vNICs' qp_quota may not exceed it, so a vNIC under its quota
+				     always finds room (docs/security.md) */
 #define JK_MAX_POLL_US  10000   /* a datapath thread's busy-polling after its last event */
 
 enum jk_backend { JK_BACKEND_TAP, JK_BACKEND_AFPACKET };

@@ -221,6 +221,7 @@ int main(int argc, char **argv)
 	params.underlay_mtu = d.conf->underlay_mtu;
 	params.nft_idle_ns = d.conf->nft_idle_ms * 1000000ull;
 	params.rcft_idle_ns = d.conf->rcft_idle_ms * 1000000ull;
+	params.rcft_max = JK_RCFT_ENTRIES;
 	if ((r = jk_dp_init(d.dp, &params))) {
 		fprintf(stderr, "jakirod: datapath: %s\n", strerror(-r));
 		goto out;

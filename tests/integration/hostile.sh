@@ -7,7 +7,11 @@
 #     rest dropped at the hard ceiling and counted;
 #   - genuine ACK-sized control still passes;
 #   - fragmented RoCEv2 (which would skip the RCFT and the RDMA class) is
-#     dropped and counted (roce_frag).
+#     dropped and counted (roce_frag);
+#   - RC flow table exhaustion: SEND_ONLY to 20,000 new QPNs fills only the
+#     tenant's own qp_quota (default 256); a tenant of another VPC on the
+#     same host still connects its QPs; quotas that would add up to more
+#     than the table are refused, naming the field.
 source "$(dirname "$0")/../lib.sh"
 need python3
 
@@ -15,9 +19,12 @@ cat > "$WORK/topo.json" <<'JSON'
 {
   "hosts": [ {"name": "h1", "underlay": "172.30.0.1/24"},
              {"name": "h2", "underlay": "172.30.0.2/24"} ],
-  "vpcs":  [ {"name": "blue", "vni": 1001, "subnet": "10.0.0.0/24"} ],
+  "vpcs":  [ {"name": "blue", "vni": 1001, "subnet": "10.0.0.0/24"},
+             {"name": "red",  "vni": 1002, "subnet": "10.0.0.0/24"} ],
   "vnics": [ {"name": "a1", "vpc": "blue", "host": "h1", "ip": "10.0.0.1", "rate": "40mbit"},
-             {"name": "a2", "vpc": "blue", "host": "h2", "ip": "10.0.0.2"} ]
+             {"name": "a2", "vpc": "blue", "host": "h2", "ip": "10.0.0.2"},
+             {"name": "r1", "vpc": "red",  "host": "h1", "ip": "10.0.0.1"},
+             {"name": "r2", "vpc": "red",  "host": "h2", "ip": "10.0.0.2"} ]
 }
 JSON
 lab_up "$WORK/topo.json" || { not_ok "lab up"; exit 1; }
@@ -69,4 +76,33 @@ check "ACK-sized control passes" test "$(( $(rx_bytes h2 a2) - before ))" -gt 0
 before=$(vdrop h1 a1 roce_frag)
 blast a1 10.0.0.2 3000 0x0a 0.3 nodf > /dev/null
 check "fragmented RoCEv2 dropped and counted (roce_frag)" test "$(vdrop h1 a1 roce_frag)" -gt "$before"
+# 4. RC flow table exhaustion: SEND_ONLY to 20,000 new destination QPNs.
+lab exec a1 -- python3 - 10.0.0.2 <<'PY'
+import socket, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, 2)
+for qpn in range(1, 20001):
+    bth = bytes([0x04, 0, 0xff, 0xff, 0]) + qpn.to_bytes(3, "big") + bytes(4)
+    while True:
+        try:
+            s.sendto(bth + bytes(8), (sys.argv[1], 4791)); break
+        except BlockingIOError:
+            pass
+PY
+live=$(lab ctl h1 -- --json show rcft |
+	python3 -c "import json,sys; print([v['live'] for v in json.load(sys.stdin)['vnics'] if v['vnic'] == 'a1'][0])")
+echo "# a1 holds $live RC flows after 20000 new QPNs"
+check "a tenant fills only its own qp_quota (256 RC flows)" test "$live" -le 256
+check "... the rest dropped and counted (qp_quota)" test "$(vdrop h1 a1 qp_quota)" -gt 10000
+lab_bg exec r2 -- timeout 60 "$JAKIRO_BIN/jk_rc_pingpong" -d eth0 -n 50 > "$WORK/pp.srv" 2>&1
+srv=$!
+wait_listen r2 18515 || not_ok "jk_rc_pingpong server listens in r2"
+check "a tenant of another VPC still connects its QP" \
+	lab exec r1 -- timeout 60 "$JAKIRO_BIN/jk_rc_pingpong" -d eth0 -n 50 10.0.0.2
+wait $srv
+
+# 5. Quotas past the table are refused, naming the field; nothing changes.
+check_fails "vnic set qp_quota 65536 refused (the others hold 3 x 256)" lab ctl h1 -- vnic set r1 qp_quota 65536
+grep -q "qp_quota" "$WORK/last.out" || not_ok "the refusal names qp_quota" "$(cat "$WORK/last.out")"
+check "vnic set qp_quota 1000 accepted" lab ctl h1 -- vnic set r1 qp_quota 1000
 exit $FAILED
