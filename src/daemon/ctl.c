@@ -4,6 +4,7 @@
 #include "daemon/jakirod.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <inttypes.h>
 #include <libgen.h>
 #include <stdio.h>
@@ -21,6 +22,8 @@ int jk_ctl_open(struct jakirod *d, char *err, size_t errlen)
 {
 	struct sockaddr_un sun = { .sun_family = AF_UNIX };
 	char dir[sizeof(sun.sun_path)];
+	mode_t old_mask;
+	bool bound;
 	int fd;
 
 	if (strlen(d->conf->ctl_socket) >= sizeof(sun.sun_path)) {
@@ -32,7 +35,12 @@ int jk_ctl_open(struct jakirod *d, char *err, size_t errlen)
 	mkdir(dirname(dir), 0755);
 	unlink(sun.sun_path);
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (fd < 0 || bind(fd, (struct sockaddr *)&sun, sizeof(sun)) < 0 || listen(fd, 16) < 0) {
+	/* Mode 0600 from the start (no window with a wider one): only root
+	 * and the daemon's user may connect; accept checks the peer too. */
+	old_mask = umask(0177);
+	bound = fd >= 0 && bind(fd, (struct sockaddr *)&sun, sizeof(sun)) == 0;
+	umask(old_mask);
+	if (!bound || listen(fd, 16) < 0) {
 		snprintf(err, errlen, "ctl_socket: cannot listen on \"%s\": %s", sun.sun_path, strerror(errno));
 		if (fd >= 0)
 			close(fd);
@@ -260,7 +268,7 @@ static json_t *show_stats(struct jakirod *d, uint64_t now)
 			json_object_set_new(vnics, v->cfg.name, s);
 		}
 	}
-	return json_pack("{s:s, s:I, s:o, s:o, s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}, s:{s:I, s:I}}",
+	return json_pack("{s:s, s:I, s:o, s:o, s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}, s:{s:I, s:I, s:I}}",
 			 "host", d->conf->host, "uptime_ms", (json_int_t)((now - d->started_ns) / 1000000),
 			 "datapath", dp, "vnics", vnics, "underlay",
 			 "rx_errors", (json_int_t)d->underlay.rx_errors, "tx_errors", (json_int_t)d->underlay.tx_errors,
@@ -268,7 +276,8 @@ static json_t *show_stats(struct jakirod *d, uint64_t now)
 			 "tx_gso_sends", (json_int_t)d->underlay.tx_gso_sends,
 			 "gro_reads", (json_int_t)gro.reads, "gro_datagrams", (json_int_t)gro.datagrams,
 			 "gro_units", (json_int_t)gro.units, "gro_csum_bad", (json_int_t)gro.csum_bad,
-			 "control", "refused", (json_int_t)d->ctl_refused, "expired", (json_int_t)d->ctl_expired);
+			 "control", "refused", (json_int_t)d->ctl_refused, "expired", (json_int_t)d->ctl_expired,
+			 "denied", (json_int_t)d->ctl_denied);
 }
 
 static json_t *do_show(struct jakirod *d, json_t *req)
@@ -429,6 +438,17 @@ static bool conn_flush(struct jk_ctl_conn *c)
 	return true;
 }
 
+/* Root, or the user the daemon runs as (SO_PEERCRED). */
+static bool peer_allowed(int fd)
+{
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
+		return false;
+	return cred.uid == 0 || cred.uid == geteuid();
+}
+
 void jk_ctl_accept(struct jakirod *d)
 {
 	for (;;) {
@@ -438,6 +458,11 @@ void jk_ctl_accept(struct jakirod *d)
 
 		if (fd < 0)
 			return;
+		if (!peer_allowed(fd)) {
+			d->ctl_denied++;
+			close(fd);
+			continue;
+		}
 		for (unsigned i = 0; i < JK_CTL_CONNS && !c; i++)
 			if (d->ctl_conns[i].fd < 0)
 				c = &d->ctl_conns[i];

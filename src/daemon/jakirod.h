@@ -99,7 +99,7 @@ struct jakirod {
 	unsigned paused;            /* threads waiting in a pause */
 	bool pausing;
 	struct jk_ctl_conn ctl_conns[JK_CTL_CONNS];
-	uint64_t ctl_refused, ctl_expired;
+	uint64_t ctl_refused, ctl_expired, ctl_denied;
 	uint64_t started_ns;
 	uint64_t shaper_armed_ns;   /* when the shaper timer fires next (0: not armed) */
 	volatile bool stop;

@@ -11,7 +11,9 @@
 #   - RC flow table exhaustion: SEND_ONLY to 20,000 new QPNs fills only the
 #     tenant's own qp_quota (default 256); a tenant of another VPC on the
 #     same host still connects its QPs; quotas that would add up to more
-#     than the table are refused, naming the field.
+#     than the table are refused, naming the field;
+#   - the control socket is mode 0600, and a user who is neither root nor
+#     the daemon's is turned away even if the mode lets it connect.
 source "$(dirname "$0")/../lib.sh"
 need python3
 
@@ -105,4 +107,16 @@ wait $srv
 check_fails "vnic set qp_quota 65536 refused (the others hold 3 x 256)" lab ctl h1 -- vnic set r1 qp_quota 65536
 grep -q "qp_quota" "$WORK/last.out" || not_ok "the refusal names qp_quota" "$(cat "$WORK/last.out")"
 check "vnic set qp_quota 1000 accepted" lab ctl h1 -- vnic set r1 qp_quota 1000
+
+# 6. The control socket.
+sock=/run/jakiro-lab/$LAB_PREFIX/h1.sock
+check "control socket mode 0600" test "$(stat -c %a "$sock")" = 600
+as_nobody() { setpriv --reuid=65534 --regid=65534 --clear-groups "$@"; }
+check_fails "user nobody cannot connect (mode)" as_nobody "$JAKIRO_BIN/jakiroctl" -s "$sock" show vnics
+chmod 666 "$sock"
+denied0=$(stat_of h1 "s['control']['denied']")
+check_fails "user nobody is turned away (peer credentials) even at mode 0666" \
+	as_nobody "$JAKIRO_BIN/jakiroctl" -s "$sock" show vnics
+check "... and counted (control.denied)" test "$(stat_of h1 "s['control']['denied']")" -gt "$denied0"
+chmod 600 "$sock"
 exit $FAILED
