@@ -298,6 +298,19 @@ int jk_dp_vnic_set(struct jk_dp *dp, uint16_t id, uint16_t mtu, uint32_t qp_quot
 	return 0;
 }
 
+int jk_dp_vnic_set_dscp(struct jk_dp *dp, uint16_t id, uint8_t dscp_rdma, uint8_t dscp_tcp)
+{
+	struct jk_vnic *v = jk_dp_vnic(dp, id);
+
+	if (!v)
+		return -ENOENT;
+	if (dscp_rdma > 63 || dscp_tcp > 63)
+		return -EINVAL;
+	v->cfg.dscp_rdma = dscp_rdma;
+	v->cfg.dscp_tcp = dscp_tcp;
+	return 0;
+}
+
 int jk_dp_vlt_add(struct jk_dp *dp, uint32_t vni, uint32_t vip, const uint8_t mac[JK_ETH_ALEN], uint32_t vtep)
 {
 	const struct jk_vlt_entry *old;
@@ -490,6 +503,7 @@ static void to_underlay(struct jk_dp *dp, struct jk_vnic *src, struct jk_pkt *p,
 	p->verdict.dst_vtep = vtep;
 	p->verdict.vni = src->cfg.vni;
 	p->verdict.outer_sport = jk_vxlan_sport(&p->meta);
+	p->verdict.dscp = p->meta.cls == JK_CLASS_RDMA ? src->cfg.dscp_rdma : src->cfg.dscp_tcp;
 	shape(dp, src, JK_DIR_EGRESS, p, now_ns);
 }
 

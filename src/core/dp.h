@@ -34,6 +34,8 @@ struct jk_vnic_cfg {
 	uint8_t  mac[JK_ETH_ALEN];
 	uint16_t mtu;                 /* IPv4 MTU; 0 = underlay MTU - 50 */
 	uint32_t qp_quota;            /* live RC flows allowed; 0 = unlimited */
+	uint8_t  dscp_rdma;           /* outer DSCP of its RDMA (RoCEv2) packets, by policy */
+	uint8_t  dscp_tcp;            /* outer DSCP of the rest; the tenant's own DSCP is never copied */
 };
 
 struct jk_vnic {
@@ -93,6 +95,8 @@ int jk_dp_vnic_find(const struct jk_dp *dp, const char *name);   /* id or -ENOEN
 /* Remote VLT entries.  -EINVAL (the VTEP is this host, bad VNI),
  * -EEXIST (a local vNIC holds that address), -ENOSPC; del: -ENOENT, or
  * -EPERM for a local vNIC's entry (delete the vNIC instead). */
+/* Sets the outer DSCP (0-63) of a vNIC's RDMA and other packets. */
+int jk_dp_vnic_set_dscp(struct jk_dp *dp, uint16_t id, uint8_t dscp_rdma, uint8_t dscp_tcp);
 int jk_dp_vlt_add(struct jk_dp *dp, uint32_t vni, uint32_t vip, const uint8_t mac[JK_ETH_ALEN], uint32_t vtep);
 int jk_dp_vlt_del(struct jk_dp *dp, uint32_t vni, uint32_t vip);
 

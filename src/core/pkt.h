@@ -87,6 +87,7 @@ struct jk_verdict {
 	uint32_t dst_vtep;      /* host order */
 	uint32_t vni;           /* TO_UNDERLAY: the VxLAN network identifier */
 	uint16_t outer_sport;   /* hash of the inner flow (and RoCE dest QP): picks the outer UDP source port */
+	uint8_t  dscp;          /* TO_UNDERLAY: the outer DSCP, the source vNIC's policy for its class */
 	uint8_t  then;          /* DHTB: the action a held packet will take */
 	uint8_t  ce;            /* DHTB: CE-mark when the packet leaves its queue */
 	uint8_t  shaped_dir;    /* DHTB: direction whose queue holds it (enum jk_dir) */

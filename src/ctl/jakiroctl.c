@@ -24,16 +24,18 @@ static const char usage_text[] =
 	"  show vnics | vlt | nft | rcft | stats\n"
 	"  vnic add NAME vpc VPC ip ADDR [mac MAC] [backend tap|afpacket] [ifname IF]\n"
 	"               [netns NS] [tenant_ifname IF] [mtu N] [qp_quota N]\n"
+	"               [dscp_rdma D] [dscp_tcp D]\n"
 	"               [rate RATE] [burst SIZE] [rdma_weight W] [tcp_weight W]\n"
 	"               [ingress_rate RATE] [ingress_burst SIZE]\n"
 	"               [ingress_rdma_weight W] [ingress_tcp_weight W]\n"
 	"  vnic del NAME\n"
-	"  vnic set NAME KEY VALUE...   (mtu, qp_quota, rate, burst, *_weight, ingress_*)\n"
+	"  vnic set NAME KEY VALUE...   (mtu, qp_quota, dscp_*, rate, burst, *_weight, ingress_*)\n"
 	"  vlt add vpc VPC ip ADDR mac MAC vtep ADDR\n"
 	"  vlt del vpc VPC ip ADDR\n"
 	"\n"
 	"  N := 0-4294967295   MTU := 576-(underlay MTU - 50), 0 = default\n"
 	"  W := 1-1000         RATE := e.g. 1gbit, 500mbit, 0 = unlimited\n"
+	"  D := 0-63 (outer DSCP; defaults: RDMA 26, TCP/other 0)\n"
 	"  SIZE := e.g. 64k    SOCKET := default $JAKIRO_SOCKET, or the only " SOCK_DIR "/*.sock\n";
 
 static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -54,7 +56,7 @@ static int usage_error(const char *fmt, ...)
 
 static bool is_int_key(const char *k)
 {
-	static const char *const ints[] = { "mtu", "qp_quota", "rdma_weight", "tcp_weight",
+	static const char *const ints[] = { "mtu", "qp_quota", "dscp_rdma", "dscp_tcp", "rdma_weight", "tcp_weight",
 					    "ingress_rdma_weight", "ingress_tcp_weight", NULL };
 	for (const char *const *p = ints; *p; p++)
 		if (strcmp(*p, k) == 0)

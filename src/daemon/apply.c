@@ -203,6 +203,8 @@ static int vnic_up(struct jakirod *d, const struct jk_vnic_conf *v, char *err, s
 	memcpy(cfg.mac, v->mac, 6);
 	cfg.mtu = eff.mtu;
 	cfg.qp_quota = v->qp_quota;
+	cfg.dscp_rdma = v->dscp_rdma;
+	cfg.dscp_tcp = v->dscp_tcp;
 	if ((r = jk_port_open(&port, &eff, vpc->prefix_len, d->n_threads, err, errlen)))
 		return r;
 	r = jk_dp_vnic_add(d->dp, &cfg, &id);
@@ -313,12 +315,14 @@ int jk_apply_vnic_set(struct jakirod *d, const char *name, json_t *patch, char *
 		}
 	}
 	jk_dp_vnic_set(d->dp, (uint16_t)id, mtu, next.qp_quota);
+	jk_dp_vnic_set_dscp(d->dp, (uint16_t)id, next.dscp_rdma, next.dscp_tcp);
 	vnic_shape(d, (uint16_t)id, &next);
 	d->vnics[id].conf = next;
 	r = jk_persist(d, -1, err, errlen);
 	if (r) {
 		d->vnics[id].conf = prev;
 		jk_dp_vnic_set(d->dp, (uint16_t)id, prev.mtu ? prev.mtu : max_mtu, prev.qp_quota);
+		jk_dp_vnic_set_dscp(d->dp, (uint16_t)id, prev.dscp_rdma, prev.dscp_tcp);
 		vnic_shape(d, (uint16_t)id, &prev);
 	}
 	return r;

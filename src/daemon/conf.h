@@ -22,6 +22,8 @@
 #define JK_MAX_VLT_CONF 4096
 #define JK_ERR_MAX      256
 #define JK_MAX_THREADS  8       /* datapath threads */
+#define JK_DSCP_RDMA_DEFAULT 26   /* AF31: the class RoCE commonly gets in a lossless fabric */
+#define JK_DSCP_TCP_DEFAULT  0    /* best effort */
 #define JK_QP_QUOTA_DEFAULT 256   /* live RC flows a vNIC may have unless configured */
 #define JK_RCFT_ENTRIES 65536     /* the RC flow table (jk_dp_params.rcft_max): the sum of the
 				     vNICs' qp_quota may not exceed it, so a vNIC under its quota
@@ -54,7 +56,8 @@ struct jk_vnic_conf {
 	char netns[JK_PATH_MAX];           /* tap: tenant namespace name ("" = stay here) */
 	char tenant_ifname[JK_IFNAME_MAX]; /* tap: name inside the tenant namespace */
 	uint16_t mtu;                      /* 0 = underlay MTU - 50 */
-	uint32_t qp_quota;                 /* 0 = unlimited */
+	uint32_t qp_quota;                 /* live RC flows; JK_QP_QUOTA_DEFAULT unless set */
+	uint8_t dscp_rdma, dscp_tcp;       /* outer DSCP by class (JK_DSCP_*_DEFAULT unless set) */
 	struct jk_shape_conf ingress, egress;
 };
 

@@ -267,7 +267,8 @@ static unsigned send_plain(struct jk_underlay *u, int fd, struct jk_pkt **pkts, 
 
 			iov[i] = (struct iovec){ p->data - sizeof(struct jk_vxlan_hdr), p->len + sizeof(struct jk_vxlan_hdr) };
 			jk_vxlan_hdr_init((struct jk_vxlan_hdr *)iov[i].iov_base, p->verdict.vni);
-			fill_msg(&msgs[i].msg_hdr, &sc[i], p, jk_vxlan_outer_tos(p->meta.tos, u->dscp), 0, &iov[i], 1);
+			fill_msg(&msgs[i].msg_hdr, &sc[i], p, jk_vxlan_outer_tos(p->meta.tos, p->verdict.dscp), 0,
+				 &iov[i], 1);
 			msgs[i].msg_len = 0;
 		}
 		r = sendmmsg(fd, msgs, k, MSG_DONTWAIT);
@@ -294,7 +295,7 @@ unsigned jk_underlay_send(struct jk_underlay *u, uint8_t *scratch, struct jk_pkt
 		unsigned slot = p->verdict.outer_sport % JK_UNDERLAY_PORTS, j = i + 1;
 
 		if (p->off.gso_type != JK_VNET_GSO_NONE) {
-			if (send_super(u, scratch, u->tx_fd[slot], p, jk_vxlan_outer_tos(p->meta.tos, u->dscp)))
+			if (send_super(u, scratch, u->tx_fd[slot], p, jk_vxlan_outer_tos(p->meta.tos, p->verdict.dscp)))
 				failed(u, p);
 			else
 				sent++;

@@ -36,7 +36,6 @@ struct jk_underlay {
 	int tx_fd[JK_UNDERLAY_PORTS];       /* UDP bound to vtep:ephemeral */
 	uint16_t tx_port[JK_UNDERLAY_PORTS];
 	uint32_t vtep;
-	uint8_t dscp;                       /* outer DSCP of everything sent */
 	uint64_t rx_errors, tx_errors, rx_trunc;
 	uint64_t tx_gso_sends;              /* UDP_SEGMENT sends */
 };

@@ -12,6 +12,8 @@
 #     tenant's own qp_quota (default 256); a tenant of another VPC on the
 #     same host still connects its QPs; quotas that would add up to more
 #     than the table are refused, naming the field;
+#   - the outer DSCP is the vNIC's policy per class (RDMA 26, other 0 by
+#     default; `vnic set dscp_rdma`), whatever DSCP the tenant writes;
 #   - the control socket is mode 0600, and a user who is neither root nor
 #     the daemon's is turned away even if the mode lets it connect.
 source "$(dirname "$0")/../lib.sh"
@@ -107,6 +109,37 @@ wait $srv
 check_fails "vnic set qp_quota 65536 refused (the others hold 3 x 256)" lab ctl h1 -- vnic set r1 qp_quota 65536
 grep -q "qp_quota" "$WORK/last.out" || not_ok "the refusal names qp_quota" "$(cat "$WORK/last.out")"
 check "vnic set qp_quota 1000 accepted" lab ctl h1 -- vnic set r1 qp_quota 1000
+
+# 7. Outer DSCP by policy: the tenant marks its packets EF (46).
+need tcpdump tshark
+outer_dscp() {   # FILTER_DESC CMD...: the outer DSCP of what CMD sends, seen on the fabric
+	local cap=$WORK/dscp.pcap
+	rm -f "$cap"
+	ip netns exec "$LAB_PREFIX-fabric" timeout 10 tcpdump -i p-h1 -c 3 -w "$cap" "udp port 4789 and src host 172.30.0.1" \
+		> "$WORK/td.log" 2>&1 &
+	local td=$!
+	wait_until 5 grep -q "listening on" "$WORK/td.log"
+	"$@" > /dev/null 2>&1
+	wait $td
+	tshark -r "$cap" -T fields -E occurrence=f -e ip.dsfield.dscp 2>/dev/null | sort -u | tr '\n' ' '
+}
+ping_ef() { lab exec a1 -- ping -c 5 -i 0.1 -Q 0xb8 10.0.0.2; }
+roce_ef() {
+	lab exec a1 -- python3 -c '
+import socket
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, 0xb8 | 2)
+for i in range(5): s.sendto(bytes([0x04, 0, 0xff, 0xff, 0, 0, 0, 1]) + bytes(12), ("10.0.0.2", 4791))'
+}
+d=$(outer_dscp ping_ef)
+check "tenant DSCP 46 on ICMP: outer DSCP 0 (default for other), got '$d'" test "$d" = "0 "
+d=$(outer_dscp roce_ef)
+check "tenant DSCP 46 on RoCE: outer DSCP 26 (default for RDMA), got '$d'" test "$d" = "26 "
+lab ctl h1 -- vnic set a1 dscp_rdma 34 > /dev/null
+d=$(outer_dscp roce_ef)
+check "vnic set dscp_rdma 34: outer DSCP 34, got '$d'" test "$d" = "34 "
+check_fails "dscp_tcp 64 refused" lab ctl h1 -- vnic set a1 dscp_tcp 64
+grep -q "dscp_tcp" "$WORK/last.out" || not_ok "the refusal names dscp_tcp" "$(cat "$WORK/last.out")"
 
 # 6. The control socket.
 sock=/run/jakiro-lab/$LAB_PREFIX/h1.sock
