@@ -328,7 +328,10 @@ static enum jk_dhtb_verdict tcp_enqueue(struct jk_dhtb *b, struct jk_pkt *p, uin
 
 	if (len > b->params.queue_limit)
 		goto drop;
-	while (b->q_bytes + len > b->params.queue_limit) {
+	/* Bytes and buffers: 34-byte frames must not hold more of the
+	 * shared packet pool than this queue's share (docs/dhtb.md). */
+	while (b->q_bytes + len > b->params.queue_limit ||
+	       (b->params.queue_pkts_limit && b->q_pkts + 1 > b->params.queue_pkts_limit)) {
 		unsigned fat = flow_fattest(b);
 
 		if (f->bytes + len >= b->flow[fat].bytes)

@@ -46,6 +46,7 @@ struct jk_dhtb_params {
 	uint32_t mark_pmax_ppm;     /* probability at kmax, parts per million */
 	uint32_t ceiling;           /* RDMA debt (bytes) beyond which packets drop */
 	uint32_t queue_limit;       /* TCP shaper queue, bytes */
+	uint32_t queue_pkts_limit;  /* ... and packets (0: none); the datapath sets it (jk_dp_params.held_max) */
 	uint32_t queue_mark;        /* TCP queue length (bytes) above which ECT is marked */
 };
 

@@ -100,6 +100,29 @@ static int check_mtu(const struct jk_dp *dp, uint16_t mtu)
 	return (mtu >= 576 && mtu <= jk_dp_default_mtu(dp)) ? 0 : -EINVAL;
 }
 
+/* Every (vNIC, direction) shaper queue may hold held_max / (2 vNICs)
+ * packets: together they never hold more of the daemon's packet pool than
+ * held_max, whatever one tenant sends, so the others' packets (and the
+ * underlay's) always find buffers.  Set again whenever vNICs come or go
+ * or are reshaped; a queue above its new share drains first. */
+static void share_held(struct jk_dp *dp)
+{
+	unsigned n = 0;
+	uint32_t per;
+
+	for (unsigned i = 0; i < JK_MAX_VNICS; i++)
+		n += dp->vnics[i].in_use;
+	if (!n)
+		return;
+	per = dp->params.held_max ? dp->params.held_max / (2 * n) : 0;
+	if (dp->params.held_max && per == 0)
+		per = 1;
+	for (unsigned i = 0; i < JK_MAX_VNICS; i++)
+		if (dp->vnics[i].in_use)
+			for (int dir = 0; dir < JK_DIR__COUNT; dir++)
+				dp->vnics[i].dhtb[dir].params.queue_pkts_limit = per;
+}
+
 int jk_dp_vnic_add(struct jk_dp *dp, const struct jk_vnic_cfg *cfg, uint16_t *id)
 {
 	const struct jk_vlt_entry *old;
@@ -138,6 +161,7 @@ int jk_dp_vnic_add(struct jk_dp *dp, const struct jk_vnic_cfg *cfg, uint16_t *id
 		jk_dhtb_params_default(&unlimited, 0);
 		jk_dhtb_init(&dp->vnics[slot].dhtb[dir], &unlimited, 0);
 	}
+	share_held(dp);
 	*id = (uint16_t)slot;
 	return 0;
 }
@@ -177,6 +201,7 @@ int jk_dp_vnic_del(struct jk_dp *dp, uint16_t id)
 		jk_dhtb_foreach(&dp->vnics[o].dhtb[JK_DIR_EGRESS], disown, &id);
 	}
 	v->in_use = false;
+	share_held(dp);
 	return 0;
 }
 
@@ -190,6 +215,7 @@ int jk_dp_vnic_shape(struct jk_dp *dp, uint16_t id, enum jk_dir dir, const struc
 	if (dir >= JK_DIR__COUNT)
 		return -EINVAL;
 	jk_dhtb_init(&v->dhtb[dir], p, now_ns);
+	share_held(dp);
 	return 0;
 }
 

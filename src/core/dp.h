@@ -50,6 +50,8 @@ struct jk_dp_params {
 	uint16_t underlay_mtu;        /* IPv4 MTU of the underlay */
 	uint32_t vlt_max, nft_max, rcft_max;
 	uint64_t nft_idle_ns, rcft_idle_ns;
+	uint32_t held_max;            /* packets all shaper queues may hold together (0: no limit):
+					 each vNIC and direction gets an equal share */
 };
 
 /* Sensible defaults: 1500-byte underlay, 64k flows, 30 s / 60 s aging. */

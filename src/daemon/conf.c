@@ -156,6 +156,19 @@ static int get_uint(json_t *o, const char *key, uint64_t min, uint64_t max, cons
 	return 0;
 }
 
+static int get_int(json_t *o, const char *key, int64_t min, int64_t max, const char *where, int64_t *out,
+		   char *err, size_t errlen)
+{
+	json_t *v = json_object_get(o, key);
+
+	if (!v)
+		return 0;
+	if (!json_is_integer(v) || json_integer_value(v) < min || json_integer_value(v) > max)
+		return fail(err, errlen, "%s.%s: must be an integer in %" PRId64 " to %" PRId64, where, key, min, max);
+	*out = json_integer_value(v);
+	return 0;
+}
+
 static int get_ipv4(json_t *o, const char *key, bool required, const char *where, uint32_t *out, char *err,
 		    size_t errlen)
 {
@@ -518,9 +531,10 @@ int jk_conf_parse(json_t *root, struct jk_conf *c, char *err, size_t errlen)
 {
 	static const char *const known[] = {
 		"host", "vtep", "underlay_mtu", "ctl_socket", "state_file", "nft_idle_ms", "rcft_idle_ms",
-		"threads", "poll_us", "vpcs", "vnics", "vlt", NULL,
+		"threads", "poll_us", "nice", "vpcs", "vnics", "vlt", NULL,
 	};
 	uint64_t mtu = 1500, nft_idle = 30000, rcft_idle = 60000, threads = 0, poll_us = 0;
+	int64_t nice = JK_NICE_DEFAULT;
 	int r;
 
 	memset(c, 0, sizeof(*c));
@@ -534,6 +548,7 @@ int jk_conf_parse(json_t *root, struct jk_conf *c, char *err, size_t errlen)
 	    (r = get_uint(root, "rcft_idle_ms", 1, 86400000, "(top level)", &rcft_idle, err, errlen)) ||
 	    (r = get_uint(root, "threads", 0, JK_MAX_THREADS, "(top level)", &threads, err, errlen)) ||
 	    (r = get_uint(root, "poll_us", 0, JK_MAX_POLL_US, "(top level)", &poll_us, err, errlen)) ||
+	    (r = get_int(root, "nice", -20, 19, "(top level)", &nice, err, errlen)) ||
 	    (r = get_string(root, "ctl_socket", false, "(top level)", c->ctl_socket, sizeof(c->ctl_socket), err,
 			    errlen)) ||
 	    (r = get_string(root, "state_file", false, "(top level)", c->state_file, sizeof(c->state_file), err,
@@ -544,6 +559,7 @@ int jk_conf_parse(json_t *root, struct jk_conf *c, char *err, size_t errlen)
 	c->rcft_idle_ms = rcft_idle;
 	c->threads = (unsigned)threads;
 	c->poll_us = (unsigned)poll_us;
+	c->nice = (int)nice;
 	if (!c->ctl_socket[0])
 		snprintf(c->ctl_socket, sizeof(c->ctl_socket), "/run/jakiro/%s.sock", c->host);
 	if (!c->state_file[0])

@@ -29,6 +29,7 @@
 				     vNICs' qp_quota may not exceed it, so a vNIC under its quota
 				     always finds room (docs/security.md) */
 #define JK_MAX_POLL_US  10000   /* a datapath thread's busy-polling after its last event */
+#define JK_NICE_DEFAULT (-10)   /* the datapath above the tenants' processes (docs/design.md) */
 
 enum jk_backend { JK_BACKEND_TAP, JK_BACKEND_AFPACKET };
 
@@ -77,6 +78,7 @@ struct jk_conf {
 	uint64_t nft_idle_ms, rcft_idle_ms;
 	unsigned threads;                  /* datapath threads; 0 = one per core */
 	unsigned poll_us;                  /* busy-poll this long after the last event; 0 = sleep at once */
+	int nice;                          /* the daemon's scheduling priority (and its autogroup's) */
 	struct jk_vpc_conf vpcs[JK_MAX_VPCS];
 	unsigned n_vpcs;
 	struct jk_vnic_conf vnics[JK_MAX_VNICS];

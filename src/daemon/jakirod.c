@@ -20,6 +20,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/random.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/timerfd.h>
@@ -155,6 +156,25 @@ static int load_state(struct jk_conf *c, char *err, size_t errlen)
 	return r;
 }
 
+/* The datapath runs above the tenants' processes, as a vSwitch's datapath
+ * threads own their cores: on a 2-core machine a jakirod at the tenants'
+ * priority waited up to 0.7 s for the CPU and the RC QPs behind it timed
+ * out (E3's RDMA incast).  Set before the threads start (they inherit it);
+ * with autogroup scheduling the session's group counts, so it is set too.
+ * Failing (no CAP_SYS_NICE) is reported, not fatal. */
+static void set_priority(int nice)
+{
+	FILE *f;
+
+	if (setpriority(PRIO_PROCESS, 0, nice) < 0)
+		fprintf(stderr, "jakirod: nice %d: %s (running at the default priority)\n", nice, strerror(errno));
+	f = fopen("/proc/self/autogroup", "w");
+	if (f) {
+		fprintf(f, "%d", nice);
+		fclose(f);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -217,11 +237,13 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	jk_hash_set_key(hash_key[0], hash_key[1]);
+	set_priority(d.conf->nice);
 	jk_dp_params_default(&params, d.conf->vtep);
 	params.underlay_mtu = d.conf->underlay_mtu;
 	params.nft_idle_ns = d.conf->nft_idle_ms * 1000000ull;
 	params.rcft_idle_ns = d.conf->rcft_idle_ms * 1000000ull;
 	params.rcft_max = JK_RCFT_ENTRIES;
+	params.held_max = JK_POOL_PKTS / 2;     /* the other half: reads and sends in flight */
 	if ((r = jk_dp_init(d.dp, &params))) {
 		fprintf(stderr, "jakirod: datapath: %s\n", strerror(-r));
 		goto out;

@@ -20,7 +20,8 @@ cat > "$WORK/topo.json" <<'JSON'
 }
 JSON
 lab_up "$WORK/topo.json" || { not_ok "lab up"; exit 1; }
-# The datapath runs above the tenants (lab/jakiro-lab raise_priority).
+# The datapath runs above the tenants: jakirod sets its own priority (the
+# config's "nice", default -10), not the lab.
 h1_pid=$(lab status | awk '$1 == "jakirod" && $2 == "h1" {print $4}')
 check "jakirod runs at nice -10 (pid ${h1_pid:-?})" \
 	test "$(awk '{print $19}' "/proc/${h1_pid:-0}/stat" 2>/dev/null)" = "-10"

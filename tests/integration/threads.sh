@@ -58,4 +58,9 @@ cat > "$WORK/bad.json" <<'JSON'
 JSON
 "$JAKIRO_BIN/jakirod" -c "$WORK/bad.json" --check > "$WORK/bad.out" 2>&1
 check "poll_us 10001 refused, naming the field" grep -q "poll_us" "$WORK/bad.out"
+cat > "$WORK/bad.json" <<'JSON'
+{"host": "hx", "vtep": "172.30.9.1", "nice": 20, "vpcs": [], "vnics": []}
+JSON
+"$JAKIRO_BIN/jakirod" -c "$WORK/bad.json" --check > "$WORK/bad.out" 2>&1
+check "nice 20 refused, naming the field" grep -q "nice" "$WORK/bad.out"
 exit $FAILED

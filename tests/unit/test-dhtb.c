@@ -1228,6 +1228,49 @@ static void tcp_fat_flow_overflow_spares_thin(void **state)
 	assert_int_equal(pl->nfree, POOL_N);
 }
 
+/* Tiny frames fill the queue's packet share, not the pool: past
+ * queue_pkts_limit they are refused (or the fattest flow's head goes),
+ * however few bytes they hold. */
+static void tcp_queue_bounded_in_packets(void **state)
+{
+	struct jk_dhtb_params p;
+	struct pool *pl = fixture_pool();
+	struct jk_dhtb *b;
+	struct flows fs = { .from = 0 };
+	uint64_t t = 1000;
+
+	params(&p, 8 * MBIT, 1, 1);
+	p.burst_bytes = 65536;
+	p.queue_pkts_limit = 20;
+	b = bucket_new(&p, t);
+	while (flow_admit(b, pl, &fs, 1, 64, false, t) != JK_DHTB_HOLD)
+		;
+	while (b->q_pkts < 20)
+		assert_int_equal(flow_admit(b, pl, &fs, 1, 64, false, t), JK_DHTB_HOLD);
+	assert_true(b->q_bytes < p.queue_limit / 100);     /* far from the byte limit */
+	assert_int_equal(flow_admit(b, pl, &fs, 1, 64, false, t), JK_DHTB_DROP);
+	assert_int_equal(b->q_pkts, 20);
+	/* another flow takes the fat one's oldest place */
+	assert_int_equal(flow_admit(b, pl, &fs, 2, 64, false, t), JK_DHTB_HOLD);
+	assert_int_equal(b->q_pkts, 20);
+	assert_int_equal(fs.evicted, 1);
+	flows_check_counters(b, &fs, 3);
+	while (b->q_pkts) {
+		struct jk_pkt *out[JK_DHTB_RELEASE_MAX];
+		unsigned n;
+
+		t = jk_dhtb_next_ns(b, t);
+		n = jk_dhtb_release(b, t, out, JK_DHTB_RELEASE_MAX);
+		for (unsigned i = 0; i < n; i++) {
+			out_of_queue(&fs, out[i]);
+			fs.passed++;
+			pkt_put(pl, out[i]);
+		}
+	}
+	flows_check_counters(b, &fs, 3);
+	assert_int_equal(pl->nfree, POOL_N);
+}
+
 /* Frames without a 5-tuple (non-IPv4, fragments) share flow 0 and keep
  * their order; jk_dhtb_foreach() sees every queued packet, jk_dhtb_flush()
  * hands them all back, max at a time. */
@@ -1462,6 +1505,7 @@ int main(void)
 		T(tcp_flows_share_rate),
 		T(tcp_flows_share_bytes),
 		T(tcp_fat_flow_overflow_spares_thin),
+		T(tcp_queue_bounded_in_packets),
 		T(tcp_flow_zero_foreach_flush),
 		T(next_ns_is_when_release_succeeds),
 		T(reinit_keeps_queue),

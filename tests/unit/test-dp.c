@@ -1053,6 +1053,35 @@ static void dp_params_checked(void **state)
 	free(dp);
 }
 
+/* The shaper queues share held_max packets equally: each (vNIC,
+ * direction) gets held_max / (2 vNICs), recomputed as vNICs come and go
+ * and when one is reshaped. */
+static void held_share(void **state)
+{
+	static struct jk_dp dp;
+	struct jk_dp_params p;
+	struct jk_dhtb_params shape;
+	uint16_t a, b, e;
+
+	jk_dp_params_default(&p, VTEP_LOCAL);
+	p.held_max = 120;
+	assert_int_equal(jk_dp_init(&dp, &p), 0);
+	assert_int_equal(dp_add_vnic(&dp, "a", VNI_1, IP_A, MAC_A, &a), 0);
+	assert_int_equal(jk_dp_vnic(&dp, a)->dhtb[JK_DIR_EGRESS].params.queue_pkts_limit, 60);
+	assert_int_equal(dp_add_vnic(&dp, "b", VNI_1, IP_B, MAC_B, &b), 0);
+	assert_int_equal(dp_add_vnic(&dp, "e", VNI_2, IP_E, MAC_E, &e), 0);
+	for (uint16_t id = 0; id < 3; id++)
+		for (int dir = 0; dir < JK_DIR__COUNT; dir++)
+			assert_int_equal(jk_dp_vnic(&dp, id)->dhtb[dir].params.queue_pkts_limit, 20);
+	jk_dhtb_params_default(&shape, 100000000);
+	assert_int_equal(jk_dp_vnic_shape(&dp, a, JK_DIR_INGRESS, &shape, 0), 0);
+	assert_int_equal(jk_dp_vnic(&dp, a)->dhtb[JK_DIR_INGRESS].params.queue_pkts_limit, 20);
+	assert_int_equal(jk_dp_vnic_del(&dp, e), 0);
+	assert_int_equal(jk_dp_vnic(&dp, a)->dhtb[JK_DIR_EGRESS].params.queue_pkts_limit, 30);
+	assert_int_equal(jk_dp_vnic(&dp, b)->dhtb[JK_DIR_INGRESS].params.queue_pkts_limit, 30);
+	jk_dp_fini(&dp);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1078,6 +1107,7 @@ int main(void)
 		T(nft_follows_vlt_changes),
 		T(nft_aging),
 		T(rc_quota),
+		cmocka_unit_test(held_share),
 		T(vnic_del_flushes_flows),
 		T(control_plane_checks),
 		cmocka_unit_test(dp_params_checked),
