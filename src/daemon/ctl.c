@@ -164,13 +164,41 @@ static json_t *show_vnics(struct jakirod *d)
 	return a;
 }
 
+/* The big tables are copied under the core's lock (a memcpy of the
+ * entries, about a millisecond for 64K) and turned into JSON after it is
+ * released: a `show nft` of a full table no longer holds up forwarding for
+ * its length.  Names of vNICs and VPCs change only on this (the control)
+ * thread, so they are read without the lock. */
+static void *copy_table(struct jakirod *d, const void *(*next)(const struct jk_dp *, uint32_t *), size_t size,
+			uint32_t max, uint32_t *n)
+{
+	uint8_t *buf = malloc((size_t)(max ? max : 1) * size);
+	const void *e;
+	uint32_t pos = 0;
+
+	*n = 0;
+	if (!buf)
+		return NULL;
+	pthread_mutex_lock(&d->dp_lock);
+	while (*n < max && (e = next(d->dp, &pos)))
+		memcpy(buf + (size_t)(*n)++ * size, e, size);
+	pthread_mutex_unlock(&d->dp_lock);
+	return buf;
+}
+
+static const void *vlt_next(const struct jk_dp *dp, uint32_t *pos) { return jk_dp_vlt_next(dp, pos); }
+static const void *nft_next(const struct jk_dp *dp, uint32_t *pos) { return jk_dp_nft_next(dp, pos); }
+static const void *rcft_next(const struct jk_dp *dp, uint32_t *pos) { return jk_dp_rcft_next(dp, pos); }
+
 static json_t *show_vlt(struct jakirod *d)
 {
 	json_t *a = json_array();
-	const struct jk_vlt_entry *e;
-	uint32_t pos = 0;
+	uint32_t n;
+	struct jk_vlt_entry *copy = copy_table(d, vlt_next, sizeof(*copy), d->dp->vlt.entries.max_count, &n);
 
-	while ((e = jk_dp_vlt_next(d->dp, &pos))) {
+	if (!copy)
+		return a;
+	for (const struct jk_vlt_entry *e = copy; e < copy + n; e++) {
 		json_t *o = json_pack("{s:s, s:i, s:o, s:o, s:s}", "vpc", vpc_of_vni(d, e->key.vni), "vni",
 				      (int)e->key.vni, "ip", jk_ipv4_json(e->key.vip), "mac", jk_mac_json(e->mac), "kind",
 				      e->is_local ? "local" : "remote");
@@ -181,23 +209,30 @@ static json_t *show_vlt(struct jakirod *d)
 			json_object_set_new(o, "vtep", jk_ipv4_json(e->vtep));
 		json_array_append_new(a, o);
 	}
+	free(copy);
 	return a;
 }
 
 static json_t *show_nft(struct jakirod *d, uint64_t now)
 {
 	json_t *a = json_array();
-	const struct jk_nft_entry *e;
-	uint32_t pos = 0;
+	uint32_t n;
+	uint64_t gen;
+	struct jk_nft_entry *copy = copy_table(d, nft_next, sizeof(*copy), d->dp->nft.t.max_count, &n);
 
-	while ((e = jk_dp_nft_next(d->dp, &pos))) {
+	if (!copy)
+		return a;
+	pthread_mutex_lock(&d->dp_lock);
+	gen = d->dp->vlt.gen;
+	pthread_mutex_unlock(&d->dp_lock);
+	for (const struct jk_nft_entry *e = copy; e < copy + n; e++) {
 		json_t *o = json_pack("{s:s, s:i, s:i, s:o, s:i, s:o, s:i, s:s, s:I, s:I, s:I, s:b}", "vpc",
 				      vpc_of_vni(d, e->key.vni), "vni", (int)e->key.vni, "proto", e->key.proto, "src",
 				      jk_ipv4_json(e->key.src_ip), "sport", e->key.sport, "dst", jk_ipv4_json(e->key.dst_ip),
 				      "dport", e->key.dport, "class", jk_class_name(e->cls), "packets",
 				      (json_int_t)e->packets, "bytes", (json_int_t)e->bytes, "idle_ms",
-				      (json_int_t)((now - e->last_seen_ns) / 1000000), "stale",
-				      jk_dp_nft_stale(d->dp, e));
+				      (json_int_t)(now > e->last_seen_ns ? (now - e->last_seen_ns) / 1000000 : 0), "stale",
+				      e->gen != gen);
 
 		json_object_set_new(o, "in_vnic", json_string(d->dp->vnics[e->in_vnic].cfg.name));
 		if (e->is_local)
@@ -206,6 +241,7 @@ static json_t *show_nft(struct jakirod *d, uint64_t now)
 			json_object_set_new(o, "vtep", jk_ipv4_json(e->dst_vtep));
 		json_array_append_new(a, o);
 	}
+	free(copy);
 	return a;
 }
 
@@ -213,16 +249,19 @@ static json_t *show_rcft(struct jakirod *d, uint64_t now)
 {
 	json_t *flows = json_array(), *per = json_array();
 	struct jk_dp_snapshot snap;
-	const struct jk_rcft_entry *e;
-	uint32_t pos = 0;
+	uint32_t n;
+	struct jk_rcft_entry *copy = copy_table(d, rcft_next, sizeof(*copy), d->dp->rcft.t.max_count, &n);
 
-	while ((e = jk_dp_rcft_next(d->dp, &pos)))
+	for (const struct jk_rcft_entry *e = copy; copy && e < copy + n; e++)
 		json_array_append_new(
 			flows, json_pack("{s:s, s:s, s:i, s:o, s:o, s:i, s:I, s:I, s:I}", "vnic",
 					 d->dp->vnics[e->vnic_id].cfg.name, "vpc", vpc_of_vni(d, e->key.vni), "vni",
 					 (int)e->key.vni, "src", jk_ipv4_json(e->key.src_ip), "dst", jk_ipv4_json(e->key.dst_ip),
 					 "dqpn", (int)e->key.dqpn, "packets", (json_int_t)e->packets, "bytes",
-					 (json_int_t)e->bytes, "idle_ms", (json_int_t)((now - e->last_seen_ns) / 1000000)));
+					 (json_int_t)e->bytes, "idle_ms",
+					 (json_int_t)(now > e->last_seen_ns ? (now - e->last_seen_ns) / 1000000 : 0)));
+	free(copy);
+	pthread_mutex_lock(&d->dp_lock);
 	for (uint16_t i = 0; i < JK_MAX_VNICS; i++) {
 		struct jk_vnic *v = jk_dp_vnic(d->dp, i);
 
@@ -232,6 +271,7 @@ static json_t *show_rcft(struct jakirod *d, uint64_t now)
 							     "quota_drops", (json_int_t)v->cnt.drops[JK_DROP_QP_QUOTA]));
 	}
 	jk_dp_snapshot(d->dp, &snap);
+	pthread_mutex_unlock(&d->dp_lock);
 	return json_pack("{s:o, s:o, s:I}", "vnics", per, "flows", flows, "idle_ms",
 			 (json_int_t)(snap.rcft_idle_ns / 1000000));
 }
@@ -287,16 +327,22 @@ static json_t *do_show(struct jakirod *d, json_t *req)
 
 	if (!what)
 		return reply_error("what: missing (vnics, vlt, nft, rcft or stats)");
-	if (strcmp(what, "vnics") == 0)
-		return reply_ok(show_vnics(d));
+	/* vnics and stats are small (256 vNICs at most): built under the lock;
+	 * the tables copy theirs under it (copy_table). */
+	if (strcmp(what, "vnics") == 0 || strcmp(what, "stats") == 0) {
+		json_t *r;
+
+		pthread_mutex_lock(&d->dp_lock);
+		r = what[0] == 'v' ? show_vnics(d) : show_stats(d, now);
+		pthread_mutex_unlock(&d->dp_lock);
+		return reply_ok(r);
+	}
 	if (strcmp(what, "vlt") == 0)
 		return reply_ok(show_vlt(d));
 	if (strcmp(what, "nft") == 0)
 		return reply_ok(show_nft(d, now));
 	if (strcmp(what, "rcft") == 0)
 		return reply_ok(show_rcft(d, now));
-	if (strcmp(what, "stats") == 0)
-		return reply_ok(show_stats(d, now));
 	return reply_error("what: must be vnics, vlt, nft, rcft or stats");
 }
 
@@ -314,14 +360,8 @@ json_t *jk_ctl_handle(struct jakirod *d, json_t *req)
 
 	if (!json_is_object(req) || !cmd)
 		return reply_error("cmd: missing");
-	if (strcmp(cmd, "show") == 0) {
-		json_t *rep;
-
-		pthread_mutex_lock(&d->dp_lock);
-		rep = do_show(d, req);
-		pthread_mutex_unlock(&d->dp_lock);
-		return rep;
-	}
+	if (strcmp(cmd, "show") == 0)
+		return do_show(d, req);     /* takes the lock as it needs it */
 	return handle_change(d, req, cmd);
 }
 
