@@ -4,6 +4,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/filter.h>
 #include <linux/if_packet.h>
 #include <linux/if_tun.h>
 #include <net/ethernet.h>
@@ -131,18 +132,18 @@ fail:
 	return r;
 }
 
-static int afpacket_open(struct jk_port *p, const struct jk_vnic_conf *v, uint8_t prefix_len, unsigned queues,
-			 char *err, size_t errlen)
+/* One AF_PACKET socket on interface idx with virtio-net headers.  With
+ * fanout_id, it joins that fanout group (PACKET_FANOUT_HASH: the kernel
+ * gives each flow to one socket of the group, so each datapath thread reads
+ * its own flows, as with a multi-queue TAP).  A reject-all filter keeps
+ * the socket from taking every frame between its bind and its join. */
+static int afpacket_socket(const struct jk_vnic_conf *v, unsigned idx, int fanout_id, char *err, size_t errlen)
 {
+	struct sock_filter reject[] = { BPF_STMT(BPF_RET | BPF_K, 0) };
+	struct sock_fprog prog = { .len = 1, .filter = reject };
 	struct sockaddr_ll sll;
-	int one = 1, size;
-	unsigned idx = if_nametoindex(v->ifname);
-	int fd, r;
+	int one = 1, size, fd, r, dummy = 0;
 
-	if (!idx) {
-		snprintf(err, errlen, "ifname: no interface \"%s\" in jakirod's namespace", v->ifname);
-		return -ENODEV;
-	}
 	fd = socket(AF_PACKET, SOCK_RAW | SOCK_NONBLOCK | SOCK_CLOEXEC, htons(ETH_P_ALL));
 	if (fd < 0) {
 		r = -errno;
@@ -159,14 +160,48 @@ static int afpacket_open(struct jk_port *p, const struct jk_vnic_conf *v, uint8_
 	setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, sizeof(size));
 	if (setsockopt(fd, SOL_PACKET, PACKET_VNET_HDR, &one, sizeof(one)) < 0 ||
 	    setsockopt(fd, SOL_PACKET, PACKET_IGNORE_OUTGOING, &one, sizeof(one)) < 0 ||
+	    (fanout_id >= 0 && setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof(prog)) < 0) ||
 	    bind(fd, (struct sockaddr *)&sll, sizeof(sll)) < 0) {
 		r = -errno;
 		snprintf(err, errlen, "ifname: cannot attach to \"%s\": %s", v->ifname, strerror(errno));
 		close(fd);
 		return r;
 	}
-	p->fds[0] = fd;
-	p->n_fds = 1;
+	if (fanout_id >= 0) {
+		int arg = fanout_id | PACKET_FANOUT_HASH << 16;
+
+		if (setsockopt(fd, SOL_PACKET, PACKET_FANOUT, &arg, sizeof(arg)) < 0 ||
+		    setsockopt(fd, SOL_SOCKET, SO_DETACH_FILTER, &dummy, sizeof(dummy)) < 0) {
+			r = -errno;
+			snprintf(err, errlen, "ifname: \"%s\": fanout: %s", v->ifname, strerror(errno));
+			close(fd);
+			return r;
+		}
+	}
+	return fd;
+}
+
+/* One socket per datapath thread in a fanout group (the group's id is the
+ * interface index: unique in jakirod's namespace); one without fanout. */
+static int afpacket_open(struct jk_port *p, const struct jk_vnic_conf *v, uint8_t prefix_len, unsigned queues,
+			 char *err, size_t errlen)
+{
+	unsigned idx = if_nametoindex(v->ifname);
+	int fanout_id = queues > 1 ? (int)(idx & 0xffff) : -1;
+
+	if (!idx) {
+		snprintf(err, errlen, "ifname: no interface \"%s\" in jakirod's namespace", v->ifname);
+		return -ENODEV;
+	}
+	for (p->n_fds = 0; p->n_fds < queues && p->n_fds < JK_MAX_THREADS; p->n_fds++) {
+		int fd = afpacket_socket(v, idx, fanout_id, err, errlen);
+
+		if (fd < 0) {
+			jk_port_close(p);
+			return fd;
+		}
+		p->fds[p->n_fds] = fd;
+	}
 	return 0;
 }
 

@@ -4,6 +4,7 @@
 # DHTB still holds its rate with both threads carrying its traffic (the
 # core is shared: docs/datapath.md); vNICs added and removed at run time
 # while traffic flows; a bad thread count is refused, naming the field.
+# An afpacket vNIC gets one socket per thread in a PACKET_FANOUT group.
 # poll_us (busy-polling after the last event): h2 polls and carries the
 # traffic; out of range it is refused, naming the field.
 source "$(dirname "$0")/../lib.sh"
@@ -15,7 +16,8 @@ cat > "$WORK/topo.json" <<'JSON'
              {"name": "h2", "underlay": "172.30.0.2/24", "threads": 2, "poll_us": 200} ],
   "vpcs":  [ {"name": "blue", "vni": 1001, "subnet": "10.0.0.0/24"} ],
   "vnics": [ {"name": "b1", "vpc": "blue", "host": "h1", "ip": "10.0.0.1", "rate": "200mbit"},
-             {"name": "b2", "vpc": "blue", "host": "h2", "ip": "10.0.0.2"} ]
+             {"name": "b2", "vpc": "blue", "host": "h2", "ip": "10.0.0.2"},
+             {"name": "p1", "vpc": "blue", "host": "h1", "ip": "10.0.0.3", "backend": "afpacket"} ]
 }
 JSON
 lab_up "$WORK/topo.json" || { not_ok "lab up"; exit 1; }
@@ -25,6 +27,15 @@ check "h2 busy-polls 200 us" grep -q "2 datapath threads (busy-polling 200 us)" 
 check "the tenant's TAP has 2 queues" test "$(lab exec b1 -- ls /sys/class/net/eth0/queues | grep -c '^tx-')" -eq 2
 
 listening() { lab exec "$1" -- ss -ltn | grep -q ":$2 "; }
+
+# The afpacket vNIC: 2 packet sockets on its host-side interface (fanout).
+ifx=$(ip -n "$LAB_PREFIX-h1" -o link show a-p1 | cut -d: -f1)
+check "afpacket vNIC p1: one socket per thread ($(ip netns exec "$LAB_PREFIX-h1" awk -v i="$ifx" '$5 == i' /proc/net/packet | wc -l))" \
+	test "$(ip netns exec "$LAB_PREFIX-h1" awk -v i="$ifx" '$5 == i' /proc/net/packet | wc -l)" -eq 2
+lab exec b2 -- timeout 20 iperf3 -s -1 -p 5403 >/dev/null 2>&1 &
+wait_until 5 listening b2 5403 || not_ok "iperf3 server listens"
+check "4 flows from the afpacket vNIC over its 2 sockets" \
+	lab exec p1 -- timeout 15 iperf3 -c 10.0.0.2 -p 5403 -t 2 -P 4
 lab exec b2 -- timeout 20 iperf3 -s -1 -p 5401 >/dev/null 2>&1 &
 wait_until 5 listening b2 5401 || not_ok "iperf3 server listens"
 lab exec b1 -- timeout 15 iperf3 -c 10.0.0.2 -p 5401 -t 4 -O 1 -P 8 -J > "$WORK/p8.json"
