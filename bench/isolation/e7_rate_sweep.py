@@ -64,7 +64,7 @@ def run(outdir, quick=False, prefix="e7x", rates=RATES, mixes=""):
     iso.log("E7 rate sweep: %s Mbit/s x %s, %d s each" % (rates, "/".join(m for m, _, _ in mix_list), d))
     runs = []
     with iso.Lab(prefix, topo, outdir) as lab:
-        samp = iso.Sampler(lab, ["h2"], os.path.join(outdir, "samples.csv"))
+        samp = iso.Sampler(lab, ["h1", "h2"], os.path.join(outdir, "samples.csv"))
         port = 5301
         for rate in rate_list:
             for mix, wr, wt in mix_list:

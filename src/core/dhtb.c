@@ -13,6 +13,7 @@
 #define MIN_CLASS_BURST (16 * 1024)
 
 #define QUEUE_MIN (4 * 65536)
+#define TREND_MIN_NS 200000ull
 
 void jk_dhtb_params_default(struct jk_dhtb_params *p, uint64_t rate_bps)
 {
@@ -29,11 +30,17 @@ void jk_dhtb_params_default(struct jk_dhtb_params *p, uint64_t rate_bps)
 	 * instead, and the root (what leaves at once after idle) is as set. */
 	p->rdma_bank = 5;
 	/* RDMA's virtual queue: marking from 20 us to 1 ms of debt at the rate,
-	 * graded up to 20 %; the ceiling at 10 ms. */
+	 * graded up to 20 %; the ceiling at 100 times that. */
 	p->mark_kmin = (uint32_t)(bytes_per_ms / 50 > 3000 ? bytes_per_ms / 50 : 3000);
 	p->mark_kmax = (uint32_t)(bytes_per_ms > 4 * p->mark_kmin ? bytes_per_ms : 4 * p->mark_kmin);
 	p->mark_pmax_ppm = 200000;
 	p->ceiling = 100 * p->mark_kmax;
+	/* Marks only while the debt grows (docs/dhtb.md): the trend is
+	 * read over 200 us, or the time the rate takes for two 16 KiB pacing
+	 * bursts of the soft RNIC when longer, so one burst is no trend. */
+	p->trend_ns = rate_bps ? (uint64_t)32768 * 8 * NS_PER_S / rate_bps : 0;
+	if (p->trend_ns < TREND_MIN_NS)
+		p->trend_ns = TREND_MIN_NS;
 	/* TCP's shaper queue: 5 ms at the rate, and room for at least four
 	 * of the largest packets a tenant sends (64 KiB TSO super-frames), or
 	 * a full queue drops 45 segments at once. */
@@ -161,6 +168,27 @@ static bool take(struct jk_dhtb *b, enum jk_dhtb_class c, int64_t cost)
 	return false;
 }
 
+/* The debt's trend: at most once per trend_ns, whether it grew since the
+ * last reading.  A debt over kmin that shrinks belongs to a sender already
+ * below its rate: its cut has yet to reach it, or has reached it and the
+ * debt drains.  Marking it then only cuts again, and again each rate_reduce
+ * period of the RNIC until the debt is gone, which at a few per cent below
+ * the rate takes tens of ms: measured (tests/sim), a sender at 1 Gbit/s
+ * was cut 70 times in 5 ms, to 3 % of its rate, and averaged 40-60 %.  So
+ * marks need a growing debt, except near the ceiling (half of it), where
+ * the sender must slow whatever the trend. */
+static void read_trend(struct jk_dhtb *b, uint64_t now_ns)
+{
+	int64_t d;
+
+	if (!b->params.trend_ns || now_ns - b->trend_start_ns < b->params.trend_ns)
+		return;
+	d = -b->cls[JK_DHTB_RDMA].tokens / NS_PER_S;
+	b->rising = d > b->trend_start_debt;
+	b->trend_start_debt = d;
+	b->trend_start_ns = now_ns;
+}
+
 /* Graded marking over the RDMA class's debt, derandomised: the
  * probabilities add up in an accumulator that marks each time it passes
  * one. */
@@ -170,6 +198,8 @@ static bool rdma_mark(struct jk_dhtb *b, uint64_t debt)
 	uint32_t prob;
 
 	if (debt <= p->mark_kmin)
+		return false;
+	if (p->trend_ns && !b->rising && debt < p->ceiling / 2)
 		return false;
 	if (debt >= p->mark_kmax)
 		return true;
@@ -384,6 +414,7 @@ enum jk_dhtb_verdict jk_dhtb_admit(struct jk_dhtb *b, enum jk_dhtb_class c, stru
 	if (c == JK_DHTB_RDMA) {
 		uint64_t debt;
 
+		read_trend(b, now_ns);
 		/* Within tokens, charged once.  Over them, charged as debt up
 		 * to the hard ceiling, beyond it dropped.  ACK/NAK/CNP (exactly
 		 * their size: parse.c) are charged the same but never marked,

@@ -45,6 +45,7 @@ struct jk_dhtb_params {
 	uint32_t mark_kmax;         /* ... where it reaches mark_pmax */
 	uint32_t mark_pmax_ppm;     /* probability at kmax, parts per million */
 	uint32_t ceiling;           /* RDMA debt (bytes) beyond which packets drop */
+	uint64_t trend_ns;          /* RDMA: marks only while the debt grew over this window (0: always) */
 	uint32_t queue_limit;       /* TCP shaper queue, bytes */
 	uint32_t queue_pkts_limit;  /* ... and packets (0: none); the datapath sets it (jk_dp_params.held_max) */
 	uint32_t queue_mark;        /* TCP queue length (bytes) above which ECT is marked */
@@ -81,6 +82,9 @@ struct jk_dhtb {
 	struct jk_bucket root, cls[JK_DHTB__CLASSES];
 	uint64_t last_ns;
 	uint32_t mark_acc;          /* marking accumulator, ppm */
+	uint64_t trend_start_ns;    /* RDMA debt trend: start of the current window */
+	int64_t trend_start_debt;   /* ... the debt then (bytes) */
+	bool rising;                /* the debt grew over the last full window */
 	uint32_t q_bytes, q_pkts;   /* TCP shaper queue, all flows */
 	/* The round: backlogged flows in service order.  Its first flow
 	 * always has deficit > 0, so its head packet is the next to leave. */

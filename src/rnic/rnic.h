@@ -326,6 +326,8 @@ struct rnic_dcqcn_params {
 	uint64_t rate_hai;           /* R_HAI: hyper increase step */
 	uint64_t cnp_interval_ns;    /* NP: at most one CNP per QP per interval */
 	uint64_t rate_reduce_ns;     /* RP: at most one cut per this period */
+	uint32_t ai_shift;           /* increase steps at least Rt / 2^ai_shift (0: off) */
+	uint32_t hai_shift;
 };
 
 void rnic_dcqcn_defaults(struct rnic_dcqcn_params *p);

@@ -78,6 +78,7 @@ static int outstanding(const struct rnic_qp *qp)
 /* Loss window: halved on a loss, regrown by a quarter of what is acked. */
 static void cwnd_loss(struct rnic_qp *qp)
 {
+	rnic_dcqcn_on_loss(&qp->rp, &qp->dev->dcqcn, qp->dev->now_ns);
 	qp->cwnd = qp->cwnd / 2 > RNIC_CWND_MIN ? qp->cwnd / 2 : RNIC_CWND_MIN;
 }
 

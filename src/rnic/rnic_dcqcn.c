@@ -3,6 +3,7 @@
  * for the formulas.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,7 +23,7 @@ void rnic_dcqcn_defaults(struct rnic_dcqcn_params *p)
 	*p = (struct rnic_dcqcn_params){
 		.enabled = 1,
 		.line_rate = 100000000000ull,   /* 100 Gbit/s: "no limit" here */
-		.min_rate = 10000000ull,        /* 10 Mbit/s */
+		.min_rate = 1000000ull,         /* 1 Mbit/s */
 		.g_shift = 8,                   /* g = 1/256 */
 		.alpha_period_ns = 55000,       /* K = 55 us */
 		.rate_period_ns = 1000000,      /* T = 1 ms: see docs/rnic.md */
@@ -31,7 +32,8 @@ void rnic_dcqcn_defaults(struct rnic_dcqcn_params *p)
 		.rate_ai = 2000000ull,          /* R_AI = 2 Mbit/s */
 		.rate_hai = 20000000ull,        /* R_HAI = 20 Mbit/s */
 		.cnp_interval_ns = 50000,       /* N = 50 us */
-		.rate_reduce_ns = 50000,
+		.rate_reduce_ns = 300000,
+		.ai_shift = 6,
 	};
 }
 
@@ -79,9 +81,10 @@ static void rate_increase(struct rnic_dcqcn_rp *rp, const struct rnic_dcqcn_para
 	if (hi < p->fast_recovery) {
 		/* fast recovery: towards the rate before the cut */
 	} else if (lo > p->fast_recovery) {
-		rp->rt += (uint64_t)(lo - p->fast_recovery) * p->rate_hai;
+		uint64_t hai = p->hai_shift ? max_u64(p->rate_hai, rp->rt >> p->hai_shift) : p->rate_hai;
+		rp->rt += (uint64_t)(lo - p->fast_recovery) * hai;
 	} else {
-		rp->rt += p->rate_ai;
+		rp->rt += p->ai_shift ? max_u64(p->rate_ai, rp->rt >> p->ai_shift) : p->rate_ai;
 	}
 	rp->rt = min_u64(rp->rt, p->line_rate);
 	rp->rc = min_u64((rp->rt + rp->rc) / 2, p->line_rate);
@@ -91,26 +94,9 @@ static void rate_increase(struct rnic_dcqcn_rp *rp, const struct rnic_dcqcn_para
 	}
 }
 
-void rnic_dcqcn_on_cnp(struct rnic_dcqcn_rp *rp,
-		       const struct rnic_dcqcn_params *p, uint64_t now_ns)
+/* Restarts the increase stages after a cut to rc (rt as given). */
+static void after_cut(struct rnic_dcqcn_rp *rp, const struct rnic_dcqcn_params *p, uint64_t now_ns)
 {
-	uint64_t cut;
-
-	rp->cnps++;
-	rp->cnp_in_period = 1;
-	if (!p->enabled)
-		return;
-	if (!rp->cut_once)
-		rp->alpha_due_ns = now_ns + p->alpha_period_ns;
-	else if (now_ns - rp->last_cut_ns < p->rate_reduce_ns)
-		return;                      /* one cut per monitor period */
-
-	measure(rp, now_ns);
-	if (rp->meas_bps && rp->rc > rp->meas_bps)
-		rp->rc = rp->meas_bps > p->min_rate ? rp->meas_bps : p->min_rate;
-	rp->rt = rp->rc;
-	cut = (uint64_t)((unsigned __int128)rp->rc * rp->alpha / (2 * RNIC_ALPHA_ONE));
-	rp->rc = max_u64(rp->rc - cut, p->min_rate);
 	rp->alpha = rp->alpha - (rp->alpha >> p->g_shift) + (RNIC_ALPHA_ONE >> p->g_shift);
 	if (rp->alpha > RNIC_ALPHA_ONE)
 		rp->alpha = RNIC_ALPHA_ONE;
@@ -122,6 +108,58 @@ void rnic_dcqcn_on_cnp(struct rnic_dcqcn_rp *rp,
 	rp->cut_once = 1;
 	if (rp->tokens > (int64_t)burst_bytes(rp))
 		rp->tokens = (int64_t)burst_bytes(rp);
+}
+
+/* False while the last cut is younger than rate_reduce_ns: its effect
+ * reaches the congestion point a round trip later, and cutting again for
+ * marks sent before it compounds cuts (docs/rnic.md). */
+static bool may_cut(struct rnic_dcqcn_rp *rp, const struct rnic_dcqcn_params *p, uint64_t now_ns)
+{
+	if (!rp->cut_once) {
+		rp->alpha_due_ns = now_ns + p->alpha_period_ns;
+		return true;
+	}
+	return now_ns - rp->last_cut_ns >= p->rate_reduce_ns;
+}
+
+/* A soft RNIC's rc can be far above what it sends (it starts at
+ * line_rate and the CPU, not the rate, may hold it back): a cut of that
+ * would take many CNPs to bite.  Rc more than twice the measured sending
+ * rate comes down to twice it first; within that, rc stands, so a sender
+ * briefly slowed by its CPU does not lose its rate to a CNP. */
+static void rc_to_measured(struct rnic_dcqcn_rp *rp, const struct rnic_dcqcn_params *p, uint64_t now_ns)
+{
+	measure(rp, now_ns);
+	if (rp->meas_bps && rp->rc / 2 > rp->meas_bps)
+		rp->rc = max_u64(2 * rp->meas_bps, p->min_rate);
+}
+
+void rnic_dcqcn_on_cnp(struct rnic_dcqcn_rp *rp,
+		       const struct rnic_dcqcn_params *p, uint64_t now_ns)
+{
+	uint64_t cut;
+
+	rp->cnps++;
+	rp->cnp_in_period = 1;
+	if (!p->enabled || !may_cut(rp, p, now_ns))
+		return;
+	rc_to_measured(rp, p, now_ns);
+	rp->rt = rp->rc;
+	cut = (uint64_t)((unsigned __int128)rp->rc * rp->alpha / (2 * RNIC_ALPHA_ONE));
+	rp->rc = max_u64(rp->rc - cut, p->min_rate);
+	after_cut(rp, p, now_ns);
+}
+
+void rnic_dcqcn_on_loss(struct rnic_dcqcn_rp *rp,
+			const struct rnic_dcqcn_params *p, uint64_t now_ns)
+{
+	rp->losses++;
+	if (!p->enabled || !may_cut(rp, p, now_ns))
+		return;
+	rc_to_measured(rp, p, now_ns);
+	rp->rc = max_u64(rp->rc / 2, p->min_rate);
+	rp->rt = rp->rc;
+	after_cut(rp, p, now_ns);
 }
 
 void rnic_dcqcn_tick(struct rnic_dcqcn_rp *rp,
@@ -255,6 +293,8 @@ static int parse_kv(struct rnic_dcqcn_params *p, const char *key, const char *va
 	if (!strcmp(key, "rate_ai"))       return parse_rate(val, &p->rate_ai);
 	if (!strcmp(key, "rate_hai"))      return parse_rate(val, &p->rate_hai);
 	if (!strcmp(key, "g_shift"))       return parse_u32(val, &p->g_shift);
+	if (!strcmp(key, "ai_shift"))      return parse_u32(val, &p->ai_shift);
+	if (!strcmp(key, "hai_shift"))     return parse_u32(val, &p->hai_shift);
 	if (!strcmp(key, "fast_recovery")) return parse_u32(val, &p->fast_recovery);
 	if (!strcmp(key, "alpha_period"))  return parse_time(val, &p->alpha_period_ns);
 	if (!strcmp(key, "rate_period"))   return parse_time(val, &p->rate_period_ns);

@@ -61,6 +61,7 @@ struct rnic_dcqcn_rp {
 	int64_t  tokens;          /* pacing bucket, bytes (may go negative) */
 	uint64_t tb_ns;           /* last refill */
 	uint64_t cnps;            /* CNPs received */
+	uint64_t losses;          /* losses reported (go-back-N, timeouts) */
 };
 
 void rnic_dcqcn_rp_init(struct rnic_dcqcn_rp *rp,
@@ -68,6 +69,12 @@ void rnic_dcqcn_rp_init(struct rnic_dcqcn_rp *rp,
 void rnic_dcqcn_on_cnp(struct rnic_dcqcn_rp *rp,
 		       const struct rnic_dcqcn_params *p, uint64_t now_ns);
 /* Runs the alpha and rate timers up to now_ns. */
+/* A loss (a NAK for a sequence error, a timeout): the fabric dropped what
+ * the rate let through, as a rate limiter's ceiling does without PFC.
+ * Rc halves, as TCP's window does, and Rt with it; alpha grows as on a
+ * CNP; at most one cut per rate_reduce_ns, shared with CNPs. */
+void rnic_dcqcn_on_loss(struct rnic_dcqcn_rp *rp,
+			const struct rnic_dcqcn_params *p, uint64_t now_ns);
 void rnic_dcqcn_tick(struct rnic_dcqcn_rp *rp,
 		     const struct rnic_dcqcn_params *p, uint64_t now_ns);
 /* Accounts bytes sent: consumes tokens and runs the byte counter. */

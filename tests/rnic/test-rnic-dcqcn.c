@@ -29,6 +29,8 @@ static struct rnic_dcqcn_params prof(void)
 	p.rate_hai = 200 * M;
 	p.rate_reduce_ns = 50 * US;
 	p.cnp_interval_ns = 50 * US;
+	p.ai_shift = 0;                 /* the paper's fixed steps (scaled: test_increase_scaled_to_rate) */
+	p.hai_shift = 0;
 	return p;
 }
 
@@ -232,8 +234,9 @@ static void test_pacing(void **state)
 	assert_true(rnic_dcqcn_may_send(&rp, &p, t));
 }
 
-/* A flow sending far below its limiter: the first CNP cuts from the
- * measured rate, not from the nominal one. */
+/* A flow sending far below its limiter: the first CNP cuts from twice
+ * the measured rate, not from the nominal one; a flow within twice its
+ * measured rate (slowed a moment by its CPU) keeps its rate. */
 static void test_cut_from_measured_rate(void **state)
 {
 	struct rnic_dcqcn_params p = prof();
@@ -247,8 +250,72 @@ static void test_cut_from_measured_rate(void **state)
 	assert_true(rp.meas_bps > 990 * M && rp.meas_bps < 1010 * M);
 	assert_true(rp.rc == 10 * G);
 	rnic_dcqcn_on_cnp(&rp, &p, t + 2001 * US);
-	assert_true(rp.rt > 990 * M && rp.rt < 1010 * M);
-	assert_true(rp.rc > 495 * M && rp.rc < 505 * M);      /* alpha 1: halved */
+	assert_true(rp.rt > 1980 * M && rp.rt < 2020 * M);
+	assert_true(rp.rc > 990 * M && rp.rc < 1010 * M);     /* alpha 1: halved */
+
+	rnic_dcqcn_rp_init(&rp, &p, t);
+	rp.rc = rp.rt = 1500 * M;
+	for (int us = 1; us <= 2000; us++)
+		rnic_dcqcn_on_tx(&rp, &p, 125, t + (uint64_t)us * US);
+	rnic_dcqcn_on_cnp(&rp, &p, t + 2001 * US);
+	assert_true(rp.rt == 1500 * M);
+	assert_true(rp.rc == 750 * M);
+}
+
+/* With ai_shift, an increase step is at least Rt / 2^ai_shift: recovery
+ * takes the same time at every rate (docs/rnic.md). */
+static void test_increase_scaled_to_rate(void **state)
+{
+	struct rnic_dcqcn_params p = prof();
+	struct rnic_dcqcn_rp rp;
+	uint64_t t, rt;
+
+	p.ai_shift = 6;
+	t = cut_twice(&rp, &p);                         /* rc 2.5 G, rt 5 G */
+	rt = rp.rt;
+	for (int stage = 1; stage <= 5; stage++) {
+		busy_tick(&rp, &p, t + (uint64_t)stage * 300 * US);
+		if (stage == 5)
+			rt += rt >> 6;                  /* 78 Mbit/s > R_AI 40 */
+		assert_true(rp.rt == rt);
+	}
+	/* small rates: R_AI is the floor */
+	p.line_rate = 1 * G;
+	t = cut_twice(&rp, &p);
+	assert_true(rp.rt < 64 * 40 * M);
+	rt = rp.rt;
+	for (int stage = 1; stage <= 5; stage++)
+		busy_tick(&rp, &p, t + (uint64_t)stage * 300 * US);
+	assert_true(rp.rt == rt + 40 * M);
+}
+
+/* A loss halves the rate (from twice the measured rate at most), the
+ * target with it; one cut per rate_reduce period, shared with CNPs. */
+static void test_loss_halves(void **state)
+{
+	struct rnic_dcqcn_params p = prof();
+	struct rnic_dcqcn_rp rp;
+	uint64_t t = 0;
+
+	rnic_dcqcn_rp_init(&rp, &p, t);
+	rp.rc = rp.rt = 4 * G;
+	for (int us = 1; us <= 2000; us++)
+		rnic_dcqcn_on_tx(&rp, &p, 500, t + (uint64_t)us * US);   /* 4 Gbit/s */
+	t += 2001 * US;
+	rnic_dcqcn_on_loss(&rp, &p, t);
+	assert_true(rp.rc == 2 * G && rp.rt == 2 * G);
+	assert_int_equal(rp.losses, 1);
+	assert_true(rp.cut_once);
+	rnic_dcqcn_on_loss(&rp, &p, t + 10 * US);       /* within rate_reduce: no second cut */
+	rnic_dcqcn_on_cnp(&rp, &p, t + 20 * US);
+	assert_true(rp.rc == 2 * G);
+	rnic_dcqcn_on_loss(&rp, &p, t + 60 * US);
+	assert_true(rp.rc == 1 * G);
+	assert_int_equal(rp.losses, 3);
+	/* never below min_rate */
+	for (int i = 2; i < 40; i++)
+		rnic_dcqcn_on_loss(&rp, &p, t + (uint64_t)i * 60 * US);
+	assert_true(rp.rc == p.min_rate);
 }
 
 static void test_np_interval(void **state)
@@ -293,6 +360,8 @@ int main(void)
 		cmocka_unit_test(test_no_increase_while_idle),
 		cmocka_unit_test(test_pacing),
 		cmocka_unit_test(test_cut_from_measured_rate),
+		cmocka_unit_test(test_increase_scaled_to_rate),
+		cmocka_unit_test(test_loss_halves),
 		cmocka_unit_test(test_np_interval),
 		cmocka_unit_test(test_parse),
 	};

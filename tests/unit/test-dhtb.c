@@ -535,6 +535,7 @@ static void rdma_params(struct jk_dhtb_params *p)
 	p->mark_kmax = 120000;
 	p->mark_pmax_ppm = 500000;
 	p->ceiling = 300000;
+	p->trend_ns = 0;                 /* graded marking on its own; the trend: rdma_marks_need_growing_debt */
 }
 
 #define RUN_N 400
@@ -1487,6 +1488,52 @@ static void super_frames_larger_than_class_get_their_share(void **state)
 	assert_in_range(tcp_bytes, 1350000, 1650000);
 }
 
+
+/* Marks need a debt that grew over the last trend window: a sender whose
+ * debt drains (already below its rate) is not marked again, except past
+ * half the ceiling.  Time runs; 1000-byte packets at 8 Mbit/s = 1 ms each. */
+static void rdma_marks_need_growing_debt(void **state)
+{
+	struct jk_dhtb_params p;
+	struct pool *pl = fixture_pool();
+	struct jk_dhtb *b;
+	uint64_t t = 1000;
+	unsigned marks_fast = 0, marks_slow = 0, marks_deep = 0;
+
+	rdma_params(&p);
+	p.mark_pmax_ppm = 1000000;       /* past kmin marks get likelier fast without the trend */
+	p.trend_ns = 2 * MS;
+	b = bucket_new(&p, t);
+	/* Twice the rate: the debt grows, marks come once it passed kmin. */
+	for (unsigned i = 0; i < 300; i++, t += MS / 2)
+		marks_fast += admit(b, pl, RDMA, 1000, false, true, t, 0) == JK_DHTB_MARK;
+	assert_true(rdma_debt(b) > p.mark_kmin);
+	assert_true(marks_fast > 0);
+	/* Half the rate: the debt shrinks, still over kmin: no mark once the
+	 * trend window that saw it shrink closed. */
+	for (unsigned i = 0; i < 40; i++, t += 2 * MS) {
+		enum jk_dhtb_verdict v = admit(b, pl, RDMA, 1000, false, true, t, 0);
+
+		if (i >= 2)
+			marks_slow += v == JK_DHTB_MARK;
+	}
+	assert_true(rdma_debt(b) > p.mark_kmin);
+	assert_int_equal(marks_slow, 0);
+	/* Past half the ceiling, marked whatever the trend. */
+	for (unsigned i = 0; i < 400 && rdma_debt(b) < p.ceiling / 2 + 20000; i++)
+		admit(b, pl, RDMA, 1000, false, true, t, 0);     /* a burst at one instant */
+	t += 10 * MS;
+	for (unsigned i = 0; i < 5; i++, t += 2 * MS) {         /* draining from #1 on */
+		enum jk_dhtb_verdict v = admit(b, pl, RDMA, 1000, false, true, t, 0);
+
+		if (i >= 1)
+			marks_deep += v == JK_DHTB_MARK;
+	}
+	assert_true(rdma_debt(b) >= p.ceiling / 2);
+	assert_int_equal(marks_deep, 4);
+	print_message("marks: growing %u, draining %u, past half the ceiling %u of 4\n", marks_fast, marks_slow, marks_deep);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1498,6 +1545,7 @@ int main(void)
 		T(rdma_alone_debt_drains_at_rate),
 		T(shares_follow_weights),
 		T(rdma_marked_with_debt_never_dropped_below_ceiling),
+		T(rdma_marks_need_growing_debt),
 		T(rdma_not_ect_unmarked_then_dropped_at_ceiling),
 		T(rdma_ctrl_charged_unmarked_within_ceiling),
 		T(tcp_queue_fifo_bounded_marked),

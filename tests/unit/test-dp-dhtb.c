@@ -466,6 +466,7 @@ static void rdma_params(struct jk_dhtb_params *p)
 	p->mark_kmax = 3000;
 	p->mark_pmax_ppm = 200000;
 	p->ceiling = 1000000;
+	p->trend_ns = 0;                    /* graded marking as such (the trend: test-dhtb) */
 }
 
 /* Egress, encapsulated: CE in the inner and in the outer IPv4 header, both
