@@ -4,11 +4,9 @@ vNIC each on h1 with the same egress rate R, and a receiver on h2.  Each
 tenant runs RDMA (jk_write_bw, 1 RC QP) and TCP (iperf3) greedy at once.
 A runs alone, then B joins.
 
-R is 100 Mbit/s by default: two tenants at 200 each (400 Mbit/s through
-four soft-RNIC processes, two jakirods and two iperf3 pairs) exceed what
-this 2-core machine computes — both tenants then dip together to ~178
-Mbit/s, TCP and RDMA below their halves, the CPU shared evenly but not
-enough (docs/isolation.md); --rate 200 shows it.
+R is 200 Mbit/s by default (the issue's bound; it was eased to 100 while
+the datapath could not carry two tenants at 200 on this 2-core machine).
+The RDMA senders run DCQCN with the RNIC's defaults.
 
 Verdict: each tenant's delivered rate (inner frames, h2's ingress
 counters, both classes) within ±5% of R while both run, and A's rate with B
@@ -25,7 +23,7 @@ import iso  # noqa: E402
 RDMA_PORT = iso.PERF_PORT
 
 
-def run(outdir, quick=False, prefix="e1x", rate_mbit=100):
+def run(outdir, quick=False, prefix="e1x", rate_mbit=200):
     os.makedirs(outdir, exist_ok=True)
     alone, both = (5, 5) if quick else (10, 10)
     settle = 2 if quick else 3
@@ -45,12 +43,12 @@ def run(outdir, quick=False, prefix="e1x", rate_mbit=100):
         lab.rdma_server("a2", alone + both)
         t_a = samp.now()
         ca = [lab.iperf_client("a1", "10.0.0.2", 5201, alone + both),
-              lab.rdma_client("a1", "10.0.0.2", alone + both, extra=["--dcqcn=line_rate=1g"])]
+              lab.rdma_client("a1", "10.0.0.2", alone + both)]
         iso.wait_until(alone + 5, lambda: samp.now() >= t_a + alone, "phase 2")
         lab.rdma_server("b2", both)
         t_b = samp.now()
         cb = [lab.iperf_client("b1", "10.0.0.2", 5201, both),
-              lab.rdma_client("b1", "10.0.0.2", both, extra=["--dcqcn=line_rate=1g"])]
+              lab.rdma_client("b1", "10.0.0.2", both)]
         codes = iso.finish(ca + cb, both + 30)
         samp.stop()
         stats = lab.ctl_json("h1", "show", "stats")
@@ -93,7 +91,7 @@ def run(outdir, quick=False, prefix="e1x", rate_mbit=100):
 
 
 def main():
-    return iso.cli(__doc__, "e1", run, [("--rate", int, 100, "Mbit/s per vNIC", "rate_mbit")])
+    return iso.cli(__doc__, "e1", run, [("--rate", int, 200, "Mbit/s per vNIC", "rate_mbit")])
 
 
 if __name__ == "__main__":

@@ -9,12 +9,10 @@ time (jakiroctl vnic set) to 1:1, 3:1 and 1:3.
   1:3  both stop together
 
 Verdict: once converged (after SETTLE s) each class within ±10% of its
-weighted share R·w/Σw (delivered inner frames, h2's ingress counters) —
-where what one class leaves of its share is the other's to borrow (the
-DHTB is work-conserving): each class gets at least 90% of its share and at
-most 110% of max(share, R − the other's rate); the two together within
-±5% of R; and the class left alone reaches 90% of R within 1 s of the
-other stopping.
+weighted share R·w/Σw (delivered inner frames, h2's ingress counters),
+both greedy; the two together within ±5% of R; and the class left alone
+reaches 90% of R within 1 s of the other stopping (the DHTB is
+work-conserving).  The RDMA sender runs DCQCN with the RNIC's defaults.
 
     e2_weights.py [--out DIR] [--quick] [--prefix P] [--rate MBIT]
 """
@@ -38,14 +36,14 @@ def topo(rate_mbit):
 KEYS = {c: ("h2", "x2", "ingress", c) for c in ("rdma", "tcp")}
 
 
-def weights_run(lab, samp, w_rdma, w_tcp, d_rdma, d_tcp, dcqcn="line_rate=1g", port=5201):
+def weights_run(lab, samp, w_rdma, w_tcp, d_rdma, d_tcp, dcqcn="", port=5201):
     """Sets the weights, runs both classes; returns (t_start, rnic log,
     exit codes)."""
     lab.ctl("h1", "vnic", "set", "x1", "rdma_weight", str(w_rdma), "tcp_weight", str(w_tcp))
     lab.iperf_server("x2", port)
     lab.rdma_server("x2", d_rdma)
     t0 = samp.now()
-    procs = [lab.rdma_client("x1", "10.0.0.2", d_rdma, extra=["--dcqcn=" + dcqcn]),
+    procs = [lab.rdma_client("x1", "10.0.0.2", d_rdma, extra=["--dcqcn=" + dcqcn] if dcqcn else []),
              lab.iperf_client("x1", "10.0.0.2", port, d_tcp)]
     codes = iso.finish(procs, max(d_rdma, d_tcp) + 30)
     lab.stop_all()                     # the iperf3 server of this run
@@ -92,11 +90,9 @@ def run(outdir, quick=False, prefix="e2x", rate_mbit=200):
             take = takeover(data, t0 + d, first, left, rate_mbit, t0 + d + extra)
         rows.append((wr, wt, got, share, take, counters, codes))
         v.check(all(c == 0 for c in codes), "%d:%d: traffic generators exited 0 (%s)" % (wr, wt, codes))
-        for c, other in (("rdma", "tcp"), ("tcp", "rdma")):
-            entitled = max(share[c], rate_mbit - got[other])
-            v.check(0.9 * share[c] <= got[c] <= 1.1 * entitled,
-                    "%d:%d: %s %.1f Mbit/s vs share %.1f (≥ 90%%; ≤ 110%% of %.1f with what %s leaves)"
-                    % (wr, wt, c.upper(), got[c], share[c], entitled, other.upper()))
+        for c in ("rdma", "tcp"):
+            v.check(iso.within(got[c], share[c], 10), "%d:%d: %s %.1f Mbit/s vs its weighted share %.1f (±10%%)"
+                    % (wr, wt, c.upper(), got[c], share[c]))
         v.check(iso.within(got["rdma"] + got["tcp"], rate_mbit, 5), "%d:%d: together %.1f Mbit/s vs %d (±5%%)"
                 % (wr, wt, got["rdma"] + got["tcp"], rate_mbit))
         if first:

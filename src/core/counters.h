@@ -87,6 +87,7 @@ struct jk_vnic_counters {
 	uint64_t drops[JK_DROP__COUNT];
 	uint64_t arp_proxied;      /* ARP requests answered from the VLT */
 	uint64_t icmp_frag_needed; /* "fragmentation needed" sent back */
+	uint64_t nft_over_reserve; /* new flows forwarded uncached: past its NFT reserve, shared room taken */
 };
 
 struct jk_dp_counters {

@@ -53,7 +53,7 @@ int jk_dp_init(struct jk_dp *dp, const struct jk_dp_params *params)
 	dp->params = *params;
 	err = jk_vlt_init(&dp->vlt, params->vlt_max, params->vtep);
 	if (!err)
-		err = jk_nft_init(&dp->nft, params->nft_max, params->nft_idle_ns);
+		err = jk_nft_init(&dp->nft, params->nft_max, params->nft_idle_ns, dp->nft_live, dp->nft_reserve);
 	if (!err)
 		err = jk_rcft_init(&dp->rcft, params->rcft_max, params->rcft_idle_ns, dp->rc_live);
 	if (err)
@@ -155,6 +155,7 @@ int jk_dp_vnic_add(struct jk_dp *dp, const struct jk_vnic_cfg *cfg, uint16_t *id
 	dp->vnics[slot].in_use = true;
 	dp->vnics[slot].cfg = c;
 	dp->rc_live[slot] = 0;
+	jk_nft_set_reserve(&dp->nft, (uint16_t)slot, c.nft_reserve);
 	for (int dir = 0; dir < JK_DIR__COUNT; dir++) {
 		struct jk_dhtb_params unlimited;
 
@@ -183,6 +184,7 @@ int jk_dp_vnic_del(struct jk_dp *dp, uint16_t id)
 		return -ENOENT;
 	jk_vlt_del(&dp->vlt, v->cfg.vni, v->cfg.ip);
 	jk_nft_flush_vnic(&dp->nft, id);
+	jk_nft_set_reserve(&dp->nft, id, 0);
 	jk_rcft_flush_vnic(&dp->rcft, id);
 	/* Its queued packets are handed back, dropped, by jk_dp_release(). */
 	for (int dir = 0; dir < JK_DIR__COUNT; dir++) {
@@ -321,6 +323,17 @@ int jk_dp_vnic_set(struct jk_dp *dp, uint16_t id, uint16_t mtu, uint32_t qp_quot
 		return -EINVAL;
 	v->cfg.mtu = mtu;
 	v->cfg.qp_quota = qp_quota;
+	return 0;
+}
+
+int jk_dp_vnic_set_nft_reserve(struct jk_dp *dp, uint16_t id, uint32_t reserve)
+{
+	struct jk_vnic *v = jk_dp_vnic(dp, id);
+
+	if (!v)
+		return -ENOENT;
+	v->cfg.nft_reserve = reserve;
+	jk_nft_set_reserve(&dp->nft, id, reserve);
 	return 0;
 }
 
@@ -668,6 +681,11 @@ static void egress_ip(struct jk_dp *dp, struct jk_vnic *v, struct jk_pkt *p, uin
 	}
 	h = jk_flow_hash(&k);
 	f = jk_nft_lookup(&dp->nft, &k, h);
+	if (f && f->in_vnic != vnic_id(dp, v)) {
+		/* The key's address moved to another vNIC: its entry counts there. */
+		jk_nft_remove(&dp->nft, f);
+		f = NULL;
+	}
 	if (f && f->gen == dp->vlt.gen) {
 		dp->cnt.nft_hits++;
 	} else {
@@ -678,20 +696,24 @@ static void egress_ip(struct jk_dp *dp, struct jk_vnic *v, struct jk_pkt *p, uin
 		e = jk_vlt_lookup(&dp->vlt, v->cfg.vni, m->dst_ip);
 		if (!e) {
 			if (f)
-				jk_table_remove(&dp->nft.t, f);
+				jk_nft_remove(&dp->nft, f);
 			drop(dp, v, p, JK_DROP_NO_ROUTE);
 			return;
 		}
 		if (!f) {
-			f = jk_nft_insert(&dp->nft, &k, h);
-			if (!f) {           /* full: forward uncached */
-				dp->cnt.nft_full++;
+			bool over;
+
+			f = jk_nft_insert(&dp->nft, &k, h, vnic_id(dp, v), &over);
+			if (!f) {           /* no room: forwarded uncached */
+				if (over)
+					v->cnt.nft_over_reserve++;
+				else
+					dp->cnt.nft_full++;
 				forward_by_vlt(dp, v, p, e, now_ns);
 				return;
 			}
 		}
 		f->gen = dp->vlt.gen;
-		f->in_vnic = (uint16_t)(v - dp->vnics);
 		f->cls = m->cls;
 		f->is_local = e->is_local;
 		f->out_vnic = e->vnic_id;

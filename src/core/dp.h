@@ -34,6 +34,7 @@ struct jk_vnic_cfg {
 	uint8_t  mac[JK_ETH_ALEN];
 	uint16_t mtu;                 /* IPv4 MTU; 0 = underlay MTU - 50 */
 	uint32_t qp_quota;            /* live RC flows allowed; 0 = unlimited */
+	uint32_t nft_reserve;         /* NFT entries only it may use (nft.h); beyond, it shares the unreserved */
 	uint8_t  dscp_rdma;           /* outer DSCP of its RDMA (RoCEv2) packets, by policy */
 	uint8_t  dscp_tcp;            /* outer DSCP of the rest; the tenant's own DSCP is never copied */
 };
@@ -61,6 +62,8 @@ struct jk_dp {
 	struct jk_dp_params params;
 	struct jk_vnic vnics[JK_MAX_VNICS];
 	uint32_t rc_live[JK_MAX_VNICS];   /* live RCFT entries per vNIC */
+	uint32_t nft_live[JK_MAX_VNICS];  /* NFT entries per vNIC (in_vnic) */
+	uint32_t nft_reserve[JK_MAX_VNICS];
 	struct jk_vlt vlt;
 	struct jk_nft nft;
 	struct jk_rcft rcft;
@@ -88,6 +91,9 @@ int jk_dp_vnic_add(struct jk_dp *dp, const struct jk_vnic_cfg *cfg, uint16_t *id
 int jk_dp_vnic_del(struct jk_dp *dp, uint16_t id);
 /* Changes a vNIC's MTU and quota (name, VNI, IP and MAC are fixed). */
 int jk_dp_vnic_set(struct jk_dp *dp, uint16_t id, uint16_t mtu, uint32_t qp_quota);
+/* Changes a vNIC's NFT reserve.  The caller keeps the reserves' sum within
+ * nft_max (else a vNIC under its reserve may find the table full). */
+int jk_dp_vnic_set_nft_reserve(struct jk_dp *dp, uint16_t id, uint32_t reserve);
 struct jk_vnic *jk_dp_vnic(struct jk_dp *dp, uint16_t id);
 /* Sets one direction's DHTB (rate 0 = unlimited).  Queued packets stay. */
 int jk_dp_vnic_shape(struct jk_dp *dp, uint16_t id, enum jk_dir dir, const struct jk_dhtb_params *p,

@@ -23,13 +23,14 @@ static const char usage_text[] =
 	"\n"
 	"  show vnics | vlt | nft | rcft | stats\n"
 	"  vnic add NAME vpc VPC ip ADDR [mac MAC] [backend tap|afpacket] [ifname IF]\n"
-	"               [netns NS] [tenant_ifname IF] [mtu N] [qp_quota N]\n"
+	"               [netns NS] [tenant_ifname IF] [mtu N] [qp_quota N] [nft_reserve N]\n"
 	"               [dscp_rdma D] [dscp_tcp D]\n"
 	"               [rate RATE] [burst SIZE] [rdma_weight W] [tcp_weight W]\n"
 	"               [ingress_rate RATE] [ingress_burst SIZE]\n"
 	"               [ingress_rdma_weight W] [ingress_tcp_weight W]\n"
 	"  vnic del NAME\n"
-	"  vnic set NAME KEY VALUE...   (mtu, qp_quota, dscp_*, rate, burst, *_weight, ingress_*)\n"
+	"  vnic set NAME KEY VALUE...   (mtu, qp_quota, nft_reserve, dscp_*, rate, burst, *_weight,\n"
+	"                                ingress_*)\n"
 	"  vlt add vpc VPC ip ADDR mac MAC vtep ADDR\n"
 	"  vlt del vpc VPC ip ADDR\n"
 	"\n"
@@ -56,7 +57,8 @@ static int usage_error(const char *fmt, ...)
 
 static bool is_int_key(const char *k)
 {
-	static const char *const ints[] = { "mtu", "qp_quota", "dscp_rdma", "dscp_tcp", "rdma_weight", "tcp_weight",
+	static const char *const ints[] = { "mtu", "qp_quota", "nft_reserve", "dscp_rdma", "dscp_tcp", "rdma_weight",
+					    "tcp_weight",
 					    "ingress_rdma_weight", "ingress_tcp_weight", NULL };
 	for (const char *const *p = ints; *p; p++)
 		if (strcmp(*p, k) == 0)

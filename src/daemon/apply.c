@@ -79,6 +79,34 @@ int jk_persist(struct jakirod *d, int except, char *err, size_t errlen)
 	return r;
 }
 
+/* Changes and the datapath threads: the core (tables, DHTBs) is changed
+ * under dp_lock, which a datapath thread holds for one batch at a time;
+ * the vNICs' ports (opened, watched, closed) only while the threads wait
+ * outside (jk_workers_pause), since a thread may hold events for a port.
+ * Nothing else a change does (netlink, TAP creation, the state file and
+ * its fsync) holds either: forwarding goes on meanwhile. */
+static void core_enter(struct jakirod *d)
+{
+	pthread_mutex_lock(&d->dp_lock);
+}
+
+static void core_leave(struct jakirod *d)
+{
+	pthread_mutex_unlock(&d->dp_lock);
+}
+
+static void ports_enter(struct jakirod *d)
+{
+	jk_workers_pause(d);
+	core_enter(d);
+}
+
+static void ports_leave(struct jakirod *d)
+{
+	core_leave(d);
+	jk_workers_resume(d);
+}
+
 static int find_vnic(struct jakirod *d, const char *name)
 {
 	for (int i = 0; i < JK_MAX_VNICS; i++)
@@ -97,20 +125,34 @@ static int find_vlt(struct jakirod *d, const char *vpc, uint32_t ip)
 
 /* Checks what the datapath cannot: clashes with running vNICs and the VLT,
  * and that the backend's resources exist, before anything is created. */
-/* The qp_quota of every vNIC but `except`: with `quota` added it may not
- * exceed the RC flow table, so that each vNIC's quota is room it has. */
-static int quota_fits(struct jakirod *d, int except, uint32_t quota, const char *field, char *err, size_t errlen)
+/* The quota or reserve (`field`: qp_quota, nft_reserve) of every vNIC but
+ * `except`, with `value` added, may not exceed its table, so that what
+ * each vNIC was given is room it has. */
+static int share_fits(struct jakirod *d, int except, uint32_t value, bool nft, const char *field,
+		      char *err, size_t errlen)
 {
-	uint64_t sum = quota;
+	uint64_t sum = value, cap = nft ? JK_NFT_ENTRIES : JK_RCFT_ENTRIES;
 
 	for (unsigned i = 0; i < JK_MAX_VNICS; i++)
 		if ((int)i != except && jk_vnic_is_up(d, i))
-			sum += d->vnics[i].conf.qp_quota;
-	if (sum <= JK_RCFT_ENTRIES)
+			sum += nft ? d->vnics[i].conf.nft_reserve : d->vnics[i].conf.qp_quota;
+	if (sum <= cap)
 		return 0;
-	snprintf(err, errlen, "%s: the vNICs' quotas would add up to %llu, more than the %u RC flows the table "
-		 "holds", field, (unsigned long long)sum, JK_RCFT_ENTRIES);
+	snprintf(err, errlen, "%s: the vNICs' %s would add up to %llu, more than the %llu %s the table holds",
+		 field, nft ? "reserves" : "quotas", (unsigned long long)sum, (unsigned long long)cap,
+		 nft ? "flows" : "RC flows");
 	return -ENOSPC;
+}
+
+static int quota_fits(struct jakirod *d, int except, uint32_t quota, const char *field, char *err, size_t errlen)
+{
+	return share_fits(d, except, quota, false, field, err, errlen);
+}
+
+static int reserve_fits(struct jakirod *d, int except, uint32_t reserve, const char *field, char *err,
+			size_t errlen)
+{
+	return share_fits(d, except, reserve, true, field, err, errlen);
 }
 
 static int vnic_precheck(struct jakirod *d, const struct jk_vnic_conf *v, char *err, size_t errlen)
@@ -141,7 +183,8 @@ static int vnic_precheck(struct jakirod *d, const struct jk_vnic_conf *v, char *
 		snprintf(err, errlen, "ip: address is a remote VLT entry of VPC %s (delete it first)", v->vpc);
 		return -EEXIST;
 	}
-	if ((r = quota_fits(d, -1, v->qp_quota, "qp_quota", err, errlen)))
+	if ((r = quota_fits(d, -1, v->qp_quota, "qp_quota", err, errlen)) ||
+	    (r = reserve_fits(d, -1, v->nft_reserve, "nft_reserve", err, errlen)))
 		return r;
 	if (v->mtu && v->mtu > max_mtu) {
 		snprintf(err, errlen, "mtu: must be 576-%u (underlay MTU %u - 50)", max_mtu, d->conf->underlay_mtu);
@@ -203,12 +246,15 @@ static int vnic_up(struct jakirod *d, const struct jk_vnic_conf *v, char *err, s
 	memcpy(cfg.mac, v->mac, 6);
 	cfg.mtu = eff.mtu;
 	cfg.qp_quota = v->qp_quota;
+	cfg.nft_reserve = v->nft_reserve;
 	cfg.dscp_rdma = v->dscp_rdma;
 	cfg.dscp_tcp = v->dscp_tcp;
 	if ((r = jk_port_open(&port, &eff, vpc->prefix_len, d->n_threads, err, errlen)))
 		return r;
+	ports_enter(d);
 	r = jk_dp_vnic_add(d->dp, &cfg, &id);
 	if (r) {
+		ports_leave(d);
 		snprintf(err, errlen, "%s: datapath refused the vNIC: %s", r == -ENOSPC ? "vnics" : "ip",
 			 strerror(-r));
 		jk_port_close(&port);
@@ -222,16 +268,18 @@ static int vnic_up(struct jakirod *d, const struct jk_vnic_conf *v, char *err, s
 		snprintf(err, errlen, "vnics: cannot poll the backend: %s", strerror(-r));
 		jk_dp_vnic_del(d->dp, id);
 		jk_port_close(&d->vnics[id].port);
-		return r;
 	}
-	return 0;
+	ports_leave(d);
+	return r;
 }
 
 static void vnic_down(struct jakirod *d, int id)
 {
+	ports_enter(d);
 	jk_loop_unwatch_vnic(d, (uint16_t)id);
 	jk_dp_vnic_del(d->dp, (uint16_t)id);
 	jk_port_close(&d->vnics[id].port);
+	ports_leave(d);
 }
 
 int jk_apply_vnic_add(struct jakirod *d, const struct jk_vnic_conf *v, char *err, size_t errlen)
@@ -289,7 +337,8 @@ int jk_apply_vnic_set(struct jakirod *d, const char *name, json_t *patch, char *
 	}
 	prev = next = d->vnics[id].conf;
 	if ((r = jk_conf_patch_vnic(patch, &next, "set", err, errlen)) ||
-	    (r = quota_fits(d, id, next.qp_quota, "set.qp_quota", err, errlen)))
+	    (r = quota_fits(d, id, next.qp_quota, "set.qp_quota", err, errlen)) ||
+	    (r = reserve_fits(d, id, next.nft_reserve, "set.nft_reserve", err, errlen)))
 		return r;
 	if (next.mtu > max_mtu) {
 		snprintf(err, errlen, "set.mtu: must be 576-%u (underlay MTU %u - 50)", max_mtu,
@@ -314,16 +363,22 @@ int jk_apply_vnic_set(struct jakirod *d, const char *name, json_t *patch, char *
 			return r;
 		}
 	}
+	core_enter(d);
 	jk_dp_vnic_set(d->dp, (uint16_t)id, mtu, next.qp_quota);
+	jk_dp_vnic_set_nft_reserve(d->dp, (uint16_t)id, next.nft_reserve);
 	jk_dp_vnic_set_dscp(d->dp, (uint16_t)id, next.dscp_rdma, next.dscp_tcp);
 	vnic_shape(d, (uint16_t)id, &next);
+	core_leave(d);
 	d->vnics[id].conf = next;
 	r = jk_persist(d, -1, err, errlen);
 	if (r) {
 		d->vnics[id].conf = prev;
+		core_enter(d);
 		jk_dp_vnic_set(d->dp, (uint16_t)id, prev.mtu ? prev.mtu : max_mtu, prev.qp_quota);
+		jk_dp_vnic_set_nft_reserve(d->dp, (uint16_t)id, prev.nft_reserve);
 		jk_dp_vnic_set_dscp(d->dp, (uint16_t)id, prev.dscp_rdma, prev.dscp_tcp);
 		vnic_shape(d, (uint16_t)id, &prev);
+		core_leave(d);
 	}
 	return r;
 }
@@ -338,7 +393,9 @@ static int vlt_up(struct jakirod *d, const struct jk_vlt_conf *e, char *err, siz
 			snprintf(err, errlen, "ip: address is local vNIC %s", d->vnics[i].conf.name);
 			return -EEXIST;
 		}
+	core_enter(d);
 	r = jk_dp_vlt_add(d->dp, vpc->vni, e->ip, e->mac, e->vtep);
+	core_leave(d);
 	if (r)
 		snprintf(err, errlen, "vlt: datapath refused the entry: %s", strerror(-r));
 	return r;
@@ -365,6 +422,7 @@ int jk_apply_vlt_add(struct jakirod *d, const struct jk_vlt_conf *e, char *err, 
 	}
 	r = jk_persist(d, -1, err, errlen);
 	if (r) {
+		core_enter(d);
 		if (at >= 0) {
 			d->conf->vlt[at] = prev;
 			jk_dp_vlt_add(d->dp, vpc->vni, prev.ip, prev.mac, prev.vtep);
@@ -372,6 +430,7 @@ int jk_apply_vlt_add(struct jakirod *d, const struct jk_vlt_conf *e, char *err, 
 			d->conf->n_vlt--;
 			jk_dp_vlt_del(d->dp, vpc->vni, e->ip);
 		}
+		core_leave(d);
 	}
 	return r;
 }
@@ -400,7 +459,9 @@ int jk_apply_vlt_del(struct jakirod *d, const char *vpc_name, uint32_t ip, char 
 		d->conf->n_vlt++;
 		return r;
 	}
+	core_enter(d);
 	jk_dp_vlt_del(d->dp, vpc->vni, ip);
+	core_leave(d);
 	return 0;
 }
 

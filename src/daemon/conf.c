@@ -299,13 +299,14 @@ static int parse_shape(json_t *o, const char *where, const char *prefix, struct 
 }
 
 static const char *const vnic_patch_keys[] = {
-	"mtu", "qp_quota", "dscp_rdma", "dscp_tcp", "rate", "burst", "rdma_weight", "tcp_weight",
+	"mtu", "qp_quota", "nft_reserve", "dscp_rdma", "dscp_tcp", "rate", "burst", "rdma_weight", "tcp_weight",
 	"ingress_rate", "ingress_burst", "ingress_rdma_weight", "ingress_tcp_weight", NULL,
 };
 
 int jk_conf_patch_vnic(json_t *o, struct jk_vnic_conf *v, const char *where, char *err, size_t errlen)
 {
 	uint64_t mtu = v->mtu, quota = v->qp_quota, dscp_rdma = v->dscp_rdma, dscp_tcp = v->dscp_tcp;
+	uint64_t nft_reserve = v->nft_reserve;
 	int r;
 
 	if (!json_is_object(o))
@@ -313,6 +314,7 @@ int jk_conf_patch_vnic(json_t *o, struct jk_vnic_conf *v, const char *where, cha
 	if ((r = check_keys(o, vnic_patch_keys, where, err, errlen)) ||
 	    (r = get_uint(o, "mtu", 0, 9000, where, &mtu, err, errlen)) ||
 	    (r = get_uint(o, "qp_quota", 0, JK_RCFT_ENTRIES, where, &quota, err, errlen)) ||
+	    (r = get_uint(o, "nft_reserve", 0, JK_NFT_ENTRIES, where, &nft_reserve, err, errlen)) ||
 	    (r = get_uint(o, "dscp_rdma", 0, 63, where, &dscp_rdma, err, errlen)) ||
 	    (r = get_uint(o, "dscp_tcp", 0, 63, where, &dscp_tcp, err, errlen)) ||
 	    (r = parse_shape(o, where, "", &v->egress, err, errlen)) ||
@@ -331,6 +333,7 @@ int jk_conf_patch_vnic(json_t *o, struct jk_vnic_conf *v, const char *where, cha
 		return fail(err, errlen, "%s.mtu: must be 0 (default) or 576-9000", where);
 	v->mtu = (uint16_t)mtu;
 	v->qp_quota = quota ? (uint32_t)quota : JK_QP_QUOTA_DEFAULT;   /* 0: the default, never "unlimited" */
+	v->nft_reserve = (uint32_t)nft_reserve;                        /* 0: shares the unreserved only */
 	v->dscp_rdma = (uint8_t)dscp_rdma;
 	v->dscp_tcp = (uint8_t)dscp_tcp;
 	return 0;
@@ -341,8 +344,8 @@ int jk_conf_parse_vnic(json_t *o, const struct jk_conf *c, const char *where, st
 {
 	static const char *const known[] = {
 		"name", "vpc", "ip", "mac", "backend", "ifname", "netns", "tenant_ifname",
-		"mtu", "qp_quota", "dscp_rdma", "dscp_tcp", "rate", "burst", "rdma_weight", "tcp_weight",
-		"ingress_rate", "ingress_burst", "ingress_rdma_weight", "ingress_tcp_weight", NULL,
+		"mtu", "qp_quota", "nft_reserve", "dscp_rdma", "dscp_tcp", "rate", "burst", "rdma_weight",
+		"tcp_weight", "ingress_rate", "ingress_burst", "ingress_rdma_weight", "ingress_tcp_weight", NULL,
 	};
 	const struct jk_vpc_conf *vpc;
 	char backend[16] = "tap";
@@ -354,6 +357,7 @@ int jk_conf_parse_vnic(json_t *o, const struct jk_conf *c, const char *where, st
 
 	memset(out, 0, sizeof(*out));
 	out->qp_quota = JK_QP_QUOTA_DEFAULT;
+	out->nft_reserve = JK_NFT_RESERVE_DEFAULT;
 	out->dscp_rdma = JK_DSCP_RDMA_DEFAULT;
 	out->dscp_tcp = JK_DSCP_TCP_DEFAULT;
 	out->egress.rdma_weight = out->egress.tcp_weight = 1;
@@ -471,6 +475,13 @@ static int check_unique(const struct jk_conf *c, char *err, size_t errlen)
 			if (sum > JK_RCFT_ENTRIES)
 				return fail(err, errlen, "vnics[%u].qp_quota: the vNICs' quotas would add up to more than "
 					    "the %u RC flows the table holds", i, JK_RCFT_ENTRIES);
+		}
+		sum = 0;
+		for (unsigned i = 0; i < c->n_vnics; i++) {
+			sum += c->vnics[i].nft_reserve;
+			if (sum > JK_NFT_ENTRIES)
+				return fail(err, errlen, "vnics[%u].nft_reserve: the vNICs' reserves would add up to more "
+					    "than the %u flows the table holds", i, JK_NFT_ENTRIES);
 		}
 	}
 	for (unsigned i = 0; i < c->n_vlt; i++) {
@@ -639,6 +650,7 @@ json_t *jk_vnic_conf_json(const struct jk_vnic_conf *v)
 		json_object_set_new(o, "tenant_ifname", json_string(v->tenant_ifname));
 	json_object_set_new(o, "mtu", json_integer(v->mtu));
 	json_object_set_new(o, "qp_quota", json_integer(v->qp_quota));
+	json_object_set_new(o, "nft_reserve", json_integer(v->nft_reserve));
 	json_object_set_new(o, "dscp_rdma", json_integer(v->dscp_rdma));
 	json_object_set_new(o, "dscp_tcp", json_integer(v->dscp_tcp));
 	shape_json(o, "", &v->egress);

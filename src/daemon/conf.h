@@ -28,6 +28,9 @@
 #define JK_RCFT_ENTRIES 65536     /* the RC flow table (jk_dp_params.rcft_max): the sum of the
 				     vNICs' qp_quota may not exceed it, so a vNIC under its quota
 				     always finds room (docs/security.md) */
+#define JK_NFT_RESERVE_DEFAULT 256 /* NFT entries reserved for a vNIC unless configured */
+#define JK_NFT_ENTRIES 65536      /* the normal flow table (jk_dp_params.nft_max): the vNICs'
+				     nft_reserve add up to at most this (docs/security.md) */
 #define JK_MAX_POLL_US  10000   /* a datapath thread's busy-polling after its last event */
 #define JK_NICE_DEFAULT (-10)   /* the datapath above the tenants' processes (docs/design.md) */
 
@@ -58,6 +61,7 @@ struct jk_vnic_conf {
 	char tenant_ifname[JK_IFNAME_MAX]; /* tap: name inside the tenant namespace */
 	uint16_t mtu;                      /* 0 = underlay MTU - 50 */
 	uint32_t qp_quota;                 /* live RC flows; JK_QP_QUOTA_DEFAULT unless set */
+	uint32_t nft_reserve;              /* NFT entries reserved; JK_NFT_RESERVE_DEFAULT unless set */
 	uint8_t dscp_rdma, dscp_tcp;       /* outer DSCP by class (JK_DSCP_*_DEFAULT unless set) */
 	struct jk_shape_conf ingress, egress;
 };

@@ -140,6 +140,7 @@ static json_t *vnic_stats_json(const struct jk_vnic *v)
 	json_object_set_new(o, "dhtb", dhtb_json(v));
 	json_object_set_new(o, "arp_proxied", json_integer((json_int_t)v->cnt.arp_proxied));
 	json_object_set_new(o, "icmp_frag_needed", json_integer((json_int_t)v->cnt.icmp_frag_needed));
+	json_object_set_new(o, "nft_over_reserve", json_integer((json_int_t)v->cnt.nft_over_reserve));
 	return o;
 }
 
@@ -158,6 +159,7 @@ static json_t *show_vnics(struct jakirod *d)
 		json_object_set_new(o, "vni", json_integer(v->cfg.vni));
 		json_object_set_new(o, "mtu", json_integer(v->cfg.mtu));
 		json_object_set_new(o, "rc_live", json_integer(d->dp->rc_live[i]));
+		json_object_set_new(o, "nft_live", json_integer(d->dp->nft_live[i]));
 		json_object_set_new(o, "stats", vnic_stats_json(v));
 		json_array_append_new(a, o);
 	}
@@ -305,6 +307,8 @@ static json_t *show_stats(struct jakirod *d, uint64_t now)
 
 			json_object_set_new(s, "rx_errors", json_integer((json_int_t)d->vnics[i].port.rx_errors));
 			json_object_set_new(s, "tx_errors", json_integer((json_int_t)d->vnics[i].port.tx_errors));
+			json_object_set_new(s, "nft_live", json_integer(d->dp->nft_live[i]));
+			json_object_set_new(s, "rc_live", json_integer(d->dp->rc_live[i]));
 			json_object_set_new(vnics, v->cfg.name, s);
 		}
 	}
@@ -351,7 +355,6 @@ static json_t *done(int r, const char *err)
 	return r ? reply_error(err) : reply_ok(NULL);
 }
 
-static json_t *handle_change(struct jakirod *d, json_t *req, const char *cmd);
 static json_t *do_change(struct jakirod *d, json_t *req, const char *cmd);
 
 json_t *jk_ctl_handle(struct jakirod *d, json_t *req)
@@ -362,23 +365,12 @@ json_t *jk_ctl_handle(struct jakirod *d, json_t *req)
 		return reply_error("cmd: missing");
 	if (strcmp(cmd, "show") == 0)
 		return do_show(d, req);     /* takes the lock as it needs it */
-	return handle_change(d, req, cmd);
+	return do_change(d, req, cmd);
 }
 
-/* A change: the datapath threads wait outside the core and the ports
- * while it is made (a vNIC's ports may close). */
-static json_t *handle_change(struct jakirod *d, json_t *req, const char *cmd)
-{
-	json_t *rep;
-
-	jk_workers_pause(d);
-	pthread_mutex_lock(&d->dp_lock);
-	rep = do_change(d, req, cmd);
-	pthread_mutex_unlock(&d->dp_lock);
-	jk_workers_resume(d);
-	return rep;
-}
-
+/* A change: apply.c takes the core's lock, or pauses the datapath
+ * threads, only for the steps that touch the core or the ports; parsing,
+ * netlink and the state file (its fsync) run while forwarding goes on. */
 static json_t *do_change(struct jakirod *d, json_t *req, const char *cmd)
 {
 	char err[JK_ERR_MAX] = "";

@@ -243,6 +243,7 @@ int main(int argc, char **argv)
 	params.nft_idle_ns = d.conf->nft_idle_ms * 1000000ull;
 	params.rcft_idle_ns = d.conf->rcft_idle_ms * 1000000ull;
 	params.rcft_max = JK_RCFT_ENTRIES;
+	params.nft_max = JK_NFT_ENTRIES;
 	params.held_max = JK_POOL_PKTS / 2;     /* the other half: reads and sends in flight */
 	if ((r = jk_dp_init(d.dp, &params))) {
 		fprintf(stderr, "jakirod: datapath: %s\n", strerror(-r));

@@ -34,6 +34,7 @@ void rnic_dcqcn_defaults(struct rnic_dcqcn_params *p)
 		.cnp_interval_ns = 50000,       /* N = 50 us */
 		.rate_reduce_ns = 300000,
 		.ai_shift = 6,
+		.loss_window_ns = 100000000,    /* a loss cuts within 100 ms of a CNP */
 	};
 }
 
@@ -141,6 +142,7 @@ void rnic_dcqcn_on_cnp(struct rnic_dcqcn_rp *rp,
 
 	rp->cnps++;
 	rp->cnp_in_period = 1;
+	rp->last_cnp_ns = now_ns ? now_ns : 1;
 	if (!p->enabled || !may_cut(rp, p, now_ns))
 		return;
 	rc_to_measured(rp, p, now_ns);
@@ -154,7 +156,11 @@ void rnic_dcqcn_on_loss(struct rnic_dcqcn_rp *rp,
 			const struct rnic_dcqcn_params *p, uint64_t now_ns)
 {
 	rp->losses++;
-	if (!p->enabled || !may_cut(rp, p, now_ns))
+	/* Only on a path that marks: a loss then means a marking point's
+	 * ceiling was passed.  Elsewhere (no CNP lately) it is noise to the
+	 * rate, and go-back-N and the loss window deal with it. */
+	if (!p->enabled || !rp->last_cnp_ns || now_ns - rp->last_cnp_ns > p->loss_window_ns ||
+	    !may_cut(rp, p, now_ns))
 		return;
 	rc_to_measured(rp, p, now_ns);
 	rp->rc = max_u64(rp->rc / 2, p->min_rate);
@@ -300,6 +306,7 @@ static int parse_kv(struct rnic_dcqcn_params *p, const char *key, const char *va
 	if (!strcmp(key, "rate_period"))   return parse_time(val, &p->rate_period_ns);
 	if (!strcmp(key, "cnp_interval"))  return parse_time(val, &p->cnp_interval_ns);
 	if (!strcmp(key, "rate_reduce"))   return parse_time(val, &p->rate_reduce_ns);
+	if (!strcmp(key, "loss_window"))   return parse_time(val, &p->loss_window_ns);
 	if (!strcmp(key, "byte_counter"))  return parse_bytes(val, &p->byte_counter);
 	return -EINVAL;
 }

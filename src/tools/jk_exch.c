@@ -196,6 +196,14 @@ int jk_pt_parse(const char msg[JK_PT_MSG_GID], struct jk_dest *d)
 			return -EINVAL;
 		p = end + 1;
 	}
+	/* Each field within what its format carries: a peer's QPN or PSN of
+	 * more than 24 bits, a GID byte over 0xff, is refused, not cut. */
+	if (v[0] > 0xffff || v[1] > 0xffff || v[2] > 0xffffff || v[3] > 0xffffff || v[4] > 0xffffffff ||
+	    v[22] > 0xffffffff)
+		return -EINVAL;
+	for (int i = 6; i < 22; i++)
+		if (v[i] > 0xff)
+			return -EINVAL;
 	d->lid = (uint32_t)v[0];
 	d->out_reads = (uint32_t)v[1];
 	d->qpn = (uint32_t)v[2];
@@ -289,7 +297,8 @@ int jk_pp_parse(const char msg[JK_PP_MSG], struct jk_dest *d)
 
 	memcpy(buf, msg, JK_PP_MSG);
 	buf[JK_PP_MSG] = 0;
-	if (sscanf(buf, "%x:%x:%x:%32s", &lid, &qpn, &psn, gid) != 4 || strlen(gid) != 32)
+	if (sscanf(buf, "%x:%x:%x:%32s", &lid, &qpn, &psn, gid) != 4 || strlen(gid) != 32 ||
+	    strspn(gid, "0123456789abcdefABCDEF") != 32 || lid > 0xffff || qpn > 0xffffff || psn > 0xffffff)
 		return -EINVAL;
 	memset(d, 0, sizeof(*d));
 	d->lid = lid;

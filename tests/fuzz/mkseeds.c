@@ -236,6 +236,36 @@ static void seeds_gro(void)
 	put("tcp-read", read.b, read.len);
 }
 
+/* fuzz-shaped scripts (its header): vNIC a shaped to 1 Mbit/s, a's frames
+ * sent three at a time with time passing, b deleted and back, aging. */
+static void seeds_shaped(struct frame *fr)
+{
+	static struct frame sc;
+	unsigned n = frames(fr, false);
+	char name[32];
+
+	for (unsigned i = 0; i < n; i++) {
+		fr_init(&sc);
+		fr_u8(&sc, 3);                          /* shape a: 10 x 100 kbit/s, 1:1 */
+		fr_u8(&sc, 10);
+		fr_u8(&sc, 0);
+		for (unsigned k = 0; k < 3; k++) {
+			fr_u8(&sc, 0 | 2 << 6);         /* egress from a, 3 copies */
+			fr_u8(&sc, (uint8_t)(fr[i].len >> 8));
+			fr_u8(&sc, (uint8_t)fr[i].len);
+			fr_bytes(&sc, fr[i].b, fr[i].len);
+			fr_u8(&sc, 2);                  /* 37 us x 40 */
+			fr_u8(&sc, 40);
+		}
+		fr_u8(&sc, 4);                          /* b deleted */
+		fr_u8(&sc, 5);                          /* aging */
+		fr_u8(&sc, 6);                          /* C moves */
+		fr_u8(&sc, 4);                          /* b back */
+		snprintf(name, sizeof(name), "script%02u", i);
+		put(name, sc.b, sc.len);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	static struct frame fr[16], pkt;
@@ -243,7 +273,7 @@ int main(int argc, char **argv)
 	unsigned n;
 
 	if (argc != 3) {
-		fprintf(stderr, "usage: mkseeds egress|ingress|parse|vnet|gro DIR\n");
+		fprintf(stderr, "usage: mkseeds egress|ingress|parse|vnet|gro|shaped DIR\n");
 		return 2;
 	}
 	dir = argv[2];
@@ -276,6 +306,8 @@ int main(int argc, char **argv)
 			put(name, pkt.b, pkt.len);
 		}
 	}
+	if (strcmp(argv[1], "shaped") == 0)
+		seeds_shaped(fr);
 	if (strcmp(argv[1], "vnet") == 0)
 		seeds_vnet();
 	if (strcmp(argv[1], "gro") == 0)

@@ -18,6 +18,13 @@ $(FUZZ_DIR)/fuzz-conf: tests/fuzz/fuzz-conf.c src/daemon/conf.c src/util/units.c
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) tests/fuzz/fuzz-conf.c src/daemon/conf.c src/util/units.c $(CORE_SRCS) -ljansson -o $@
 
+# The control-socket request handler: ctl.c, apply.c and conf.c over the
+# core, with the OS (ports, netlink, threads) stubbed in the harness.
+FUZZ_CTL_SRCS := src/daemon/ctl.c src/daemon/apply.c src/daemon/conf.c src/util/units.c
+$(FUZZ_DIR)/fuzz-ctl: tests/fuzz/fuzz-ctl.c $(FUZZ_CTL_SRCS) $(CORE_SRCS) $(wildcard src/daemon/*.h src/core/*.h)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) tests/fuzz/fuzz-ctl.c $(FUZZ_CTL_SRCS) $(CORE_SRCS) -ljansson -lpthread -o $@
+
 $(FUZZ_DIR)/mkseeds: tests/fuzz/mkseeds.c tests/unit/frames.c tests/unit/frames.h
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -D_GNU_SOURCE -g -O1 -Wall -Wextra -Werror -Itests/unit tests/fuzz/mkseeds.c tests/unit/frames.c -o $@

@@ -12,6 +12,9 @@
 #     tenant's own qp_quota (default 256); a tenant of another VPC on the
 #     same host still connects its QPs; quotas that would add up to more
 #     than the table are refused, naming the field;
+#   - normal flow table exhaustion: a tenant's 3000 new UDP flows take only
+#     its nft_reserve and the unreserved entries; a tenant within its
+#     reserve gets every entry; reserves past the table are refused;
 #   - the outer DSCP is the vNIC's policy per class (RDMA 26, other 0 by
 #     default; `vnic set dscp_rdma`), whatever DSCP the tenant writes;
 #   - the control socket is mode 0600, and a user who is neither root nor
@@ -109,6 +112,37 @@ wait $srv
 check_fails "vnic set qp_quota 65536 refused (the others hold 3 x 256)" lab ctl h1 -- vnic set r1 qp_quota 65536
 grep -q "qp_quota" "$WORK/last.out" || not_ok "the refusal names qp_quota" "$(cat "$WORK/last.out")"
 check "vnic set qp_quota 1000 accepted" lab ctl h1 -- vnic set r1 qp_quota 1000
+
+# 5b. NFT exhaustion: a1 opens 3000 UDP flows while r1 (red) reserves
+# 65000 of the table's 65536 entries: a1 gets its 256 + the 280 nobody
+# reserved, the rest go uncached (counted nft_over_reserve); r1's new
+# flows are all cached.
+check "vnic set r1 nft_reserve 65000 accepted" lab ctl h1 -- vnic set r1 nft_reserve 65000
+check_fails "vnic set a1 nft_reserve 1000 refused (r1 65000 + a1 1000 > 65536)" \
+	lab ctl h1 -- vnic set a1 nft_reserve 1000
+grep -q "nft_reserve" "$WORK/last.out" || not_ok "the refusal names nft_reserve" "$(cat "$WORK/last.out")"
+udp_flows() {   # VNIC DST N FIRST_PORT: one datagram to each of N ports
+	lab exec "$1" -- python3 -c "
+import socket, sys, time
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+for p in range($4, $4 + $3):
+    s.sendto(b'x', ('$2', p))
+    if p % 64 == 0:
+        time.sleep(0.002)
+"
+}
+udp_flows a1 10.0.0.2 3000 20000
+vstat_ge() { test "$(stat_of h1 "s['vnics']['$1']['$2']")" -ge "$3"; }   # VNIC KEY N
+wait_until 10 vstat_ge a1 nft_over_reserve 2000 ||
+	not_ok "a1's flows past its reserve counted" "$(stat_of h1 "s['vnics']['a1']")"
+live=$(stat_of h1 "s['vnics']['a1']['nft_live']")
+echo "# a1 holds $live NFT entries after 3000 new flows"
+check "a flooding tenant holds at most its reserve + the unreserved (536 entries): $live" test "$live" -le 536
+udp_flows r1 10.0.0.2 300 30000
+wait_until 10 vstat_ge r1 nft_live 300 ||
+	not_ok "r1's 300 new flows cached" "$(stat_of h1 "s['vnics']['r1']")"
+check "... while a tenant within its reserve gets every entry (none uncached)" \
+	test "$(stat_of h1 "s['vnics']['r1']['nft_over_reserve']")" -eq 0
 
 # 7. Outer DSCP by policy: the tenant marks its packets EF (46).
 need tcpdump tshark

@@ -19,7 +19,7 @@ $(RNIC_XFER): $(BUILD)/obj/tests/rnic/rnic_xfer.o $(JK_TOOLS_LIB) $(RNIC_LIB)
 RNIC_FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -g -O1 -Wall -Wextra -Wno-unused-parameter -Isrc \
                     -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
                     -fno-omit-frame-pointer
-RNIC_FUZZ := build-fuzz/fuzz-rnic-rcv build-fuzz/fuzz-rnic-text
+RNIC_FUZZ := build-fuzz/fuzz-rnic-rcv build-fuzz/fuzz-rnic-text build-fuzz/fuzz-rnic-exch
 fuzz: $(RNIC_FUZZ)
 
 RNIC_FUZZ_SRCS := $(wildcard src/rnic/*.c) src/util/units.c
@@ -31,3 +31,7 @@ build-fuzz/fuzz-rnic-rcv: tests/rnic/fuzz-rnic-rcv.c $(RNIC_FUZZ_SRCS) $(wildcar
 build-fuzz/fuzz-rnic-text: tests/rnic/fuzz-rnic-text.c src/tools/jk_exch.c $(RNIC_FUZZ_SRCS) $(wildcard src/rnic/*.h src/util/*.h)
 	@mkdir -p $(dir $@)
 	clang $(RNIC_FUZZ_CFLAGS) $< src/tools/jk_exch.c $(RNIC_FUZZ_SRCS) -lpthread -o $@
+
+build-fuzz/fuzz-rnic-exch: tests/rnic/fuzz-rnic-exch.c src/tools/jk_exch.c $(wildcard src/tools/*.h src/rnic/*.h)
+	@mkdir -p $(dir $@)
+	clang $(RNIC_FUZZ_CFLAGS) $< src/tools/jk_exch.c -o $@

@@ -10,6 +10,7 @@
 #include "rnic/rnic_dcqcn.h"
 
 #define US 1000ull
+#define MS 1000000ull
 #define G  1000000000ull
 #define M  1000000ull
 
@@ -289,8 +290,9 @@ static void test_increase_scaled_to_rate(void **state)
 	assert_true(rp.rt == rt + 40 * M);
 }
 
-/* A loss halves the rate (from twice the measured rate at most), the
- * target with it; one cut per rate_reduce period, shared with CNPs. */
+/* A loss on a path that marks (a CNP in the last loss_window) halves the
+ * rate (from twice the measured rate at most), the target with it; one cut
+ * per rate_reduce period, shared with CNPs; other losses leave it. */
 static void test_loss_halves(void **state)
 {
 	struct rnic_dcqcn_params p = prof();
@@ -302,16 +304,22 @@ static void test_loss_halves(void **state)
 	for (int us = 1; us <= 2000; us++)
 		rnic_dcqcn_on_tx(&rp, &p, 500, t + (uint64_t)us * US);   /* 4 Gbit/s */
 	t += 2001 * US;
+	rnic_dcqcn_on_loss(&rp, &p, t);                 /* no CNP yet: a loss is no cut */
+	assert_true(rp.rc == 4 * G && !rp.cut_once);
+	rp.last_cnp_ns = t - 200 * MS;                  /* a CNP, but 200 ms ago */
+	rnic_dcqcn_on_loss(&rp, &p, t);
+	assert_true(rp.rc == 4 * G && !rp.cut_once);
+	rp.last_cnp_ns = t - 50 * MS;                   /* a path that marks */
 	rnic_dcqcn_on_loss(&rp, &p, t);
 	assert_true(rp.rc == 2 * G && rp.rt == 2 * G);
-	assert_int_equal(rp.losses, 1);
+	assert_int_equal(rp.losses, 3);
 	assert_true(rp.cut_once);
 	rnic_dcqcn_on_loss(&rp, &p, t + 10 * US);       /* within rate_reduce: no second cut */
 	rnic_dcqcn_on_cnp(&rp, &p, t + 20 * US);
 	assert_true(rp.rc == 2 * G);
 	rnic_dcqcn_on_loss(&rp, &p, t + 60 * US);
 	assert_true(rp.rc == 1 * G);
-	assert_int_equal(rp.losses, 3);
+	assert_int_equal(rp.losses, 5);
 	/* never below min_rate */
 	for (int i = 2; i < 40; i++)
 		rnic_dcqcn_on_loss(&rp, &p, t + (uint64_t)i * 60 * US);

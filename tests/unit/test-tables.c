@@ -381,24 +381,41 @@ static struct jk_flow_key fkey(uint16_t sport)
 	return k;
 }
 
+/* Per-vNIC counts for the NFT tests (vNIC ids < 8). */
+static uint32_t nft_live[8], nft_res[8];
+
+static int nft_init(struct jk_nft *n, uint32_t max, uint64_t idle)
+{
+	memset(nft_live, 0, sizeof(nft_live));
+	memset(nft_res, 0, sizeof(nft_res));
+	return jk_nft_init(n, max, idle, nft_live, nft_res);
+}
+
+static struct jk_nft_entry *nft_put(struct jk_nft *n, const struct jk_flow_key *k, uint16_t vnic)
+{
+	bool over;
+
+	return jk_nft_insert(n, k, jk_flow_hash(k), vnic, &over);
+}
+
 static void nft_insert_lookup(void **state)
 {
 	struct jk_nft n;
 	struct jk_flow_key k = fkey(1000), k2 = fkey(1001);
 	struct jk_nft_entry *e;
 
-	assert_int_equal(jk_nft_init(&n, 2, 10 * MS), 0);
+	assert_int_equal(nft_init(&n, 2, 10 * MS), 0);
 	assert_int_equal(jk_flow_hash(&k), jk_flow_hash(&k));
 	assert_int_not_equal(jk_flow_hash(&k), jk_flow_hash(&k2));
 	assert_null(jk_nft_lookup(&n, &k, jk_flow_hash(&k)));
-	e = jk_nft_insert(&n, &k, jk_flow_hash(&k));
+	e = nft_put(&n, &k, 0);
 	assert_non_null(e);
 	assert_memory_equal(&e->key, &k, sizeof(k));
 	assert_ptr_equal(jk_nft_lookup(&n, &k, jk_flow_hash(&k)), e);
 	assert_null(jk_nft_lookup(&n, &k2, jk_flow_hash(&k2)));
-	assert_non_null(jk_nft_insert(&n, &k2, jk_flow_hash(&k2)));
+	assert_non_null(nft_put(&n, &k2, 0));
 	k = fkey(1002);
-	assert_null(jk_nft_insert(&n, &k, jk_flow_hash(&k)));  /* full */
+	assert_null(nft_put(&n, &k, 0));  /* full */
 	jk_nft_fini(&n);
 }
 
@@ -407,10 +424,10 @@ static void nft_aging(void **state)
 	const uint64_t idle = 30000 * MS, t0 = 1000 * MS;
 	struct jk_nft n;
 
-	assert_int_equal(jk_nft_init(&n, 64, idle), 0);
+	assert_int_equal(nft_init(&n, 64, idle), 0);
 	for (uint16_t i = 0; i < 10; i++) {
 		struct jk_flow_key k = fkey(i);
-		struct jk_nft_entry *e = jk_nft_insert(&n, &k, jk_flow_hash(&k));
+		struct jk_nft_entry *e = nft_put(&n, &k, 0);
 
 		e->last_seen_ns = t0 + i * MS;  /* flow i last seen at t0 + i ms */
 	}
@@ -428,6 +445,7 @@ static void nft_aging(void **state)
 	}
 	assert_int_equal(jk_nft_age(&n, t0 + 2 * idle), 5);
 	assert_int_equal(n.t.count, 0);
+	assert_int_equal(nft_live[0], 0);               /* aging counts entries out */
 	jk_nft_fini(&n);
 }
 
@@ -439,21 +457,85 @@ static void nft_flush_vnic(void **state)
 		{ 1, 2, 1, true }, { 2, 1, 1, true }, { 3, 1, 0, false }, { 3, 4, 1, false },
 	};
 
-	assert_int_equal(jk_nft_init(&n, 16, MS), 0);
+	assert_int_equal(nft_init(&n, 16, MS), 0);
 	for (uint16_t i = 0; i < 4; i++) {
 		struct jk_flow_key k = fkey(i);
-		struct jk_nft_entry *e = jk_nft_insert(&n, &k, jk_flow_hash(&k));
+		struct jk_nft_entry *e = nft_put(&n, &k, f[i].in);
 
-		e->in_vnic = f[i].in;
+		assert_int_equal(e->in_vnic, f[i].in);
 		e->out_vnic = f[i].out;
 		e->is_local = f[i].local;
 	}
 	assert_int_equal(jk_nft_flush_vnic(&n, 1), 2);
+	assert_int_equal(nft_live[1], 0);
+	assert_int_equal(nft_live[2], 0);
+	assert_int_equal(nft_live[3], 2);
 	for (uint16_t i = 0; i < 4; i++) {
 		struct jk_flow_key k = fkey(i);
 
 		assert_int_equal(jk_nft_lookup(&n, &k, jk_flow_hash(&k)) == NULL, f[i].flushed);
 	}
+	jk_nft_fini(&n);
+}
+
+/* Reserves: vNIC 1 floods new flows; vNIC 2, under its reserve, still
+ * gets every entry it asks for, and 1 is refused (over_reserve) once only
+ * reserved room is left; removals give room back. */
+static void nft_reserve_holds_against_a_flood(void **state)
+{
+	struct jk_nft n;
+	uint32_t got1 = 0, refused1 = 0;
+	bool over;
+
+	assert_int_equal(nft_init(&n, 96, MS), 0);      /* 96 entries */
+	jk_nft_set_reserve(&n, 1, 8);
+	jk_nft_set_reserve(&n, 2, 32);
+	assert_int_equal(n.reserved_free, 40);
+	for (uint16_t i = 0; i < 200; i++) {
+		struct jk_flow_key k = fkey(i);
+
+		if (jk_nft_insert(&n, &k, jk_flow_hash(&k), 1, &over))
+			got1++;
+		else if (over)
+			refused1++;
+	}
+	/* 8 reserved + the 56 nobody reserved; the rest refused as over reserve */
+	assert_int_equal(got1, 64);
+	assert_int_equal(refused1, 200 - 64);
+	assert_int_equal(nft_live[1], 64);
+	assert_int_equal(n.reserved_free, 32);
+	for (uint16_t i = 0; i < 32; i++) {
+		struct jk_flow_key k = fkey(1000 + i);
+
+		assert_non_null(jk_nft_insert(&n, &k, jk_flow_hash(&k), 2, &over));
+	}
+	assert_int_equal(n.reserved_free, 0);
+	assert_int_equal(n.t.count, 96);
+	{
+		struct jk_flow_key k = fkey(2000);      /* 2 past its reserve: nothing shared left */
+
+		assert_null(jk_nft_insert(&n, &k, jk_flow_hash(&k), 2, &over));
+		assert_true(over);
+	}
+	/* a removal of 2's entry gives 2 its room back, not 1 */
+	{
+		struct jk_flow_key k = fkey(1000);
+
+		jk_nft_remove(&n, jk_nft_lookup(&n, &k, jk_flow_hash(&k)));
+		assert_int_equal(n.reserved_free, 1);
+		k = fkey(3000);
+		assert_null(jk_nft_insert(&n, &k, jk_flow_hash(&k), 1, &over));
+		assert_true(over);
+		assert_non_null(jk_nft_insert(&n, &k, jk_flow_hash(&k), 2, &over));
+	}
+	/* a smaller reserve frees nothing held, a larger one counts at once */
+	jk_nft_set_reserve(&n, 2, 40);
+	assert_int_equal(n.reserved_free, 8);
+	jk_nft_set_reserve(&n, 2, 0);
+	assert_int_equal(n.reserved_free, 0);
+	assert_int_equal(jk_nft_flush_vnic(&n, 1), 64);
+	assert_int_equal(nft_live[1], 0);
+	assert_int_equal(n.reserved_free, 8);           /* 1's reserve unused again */
 	jk_nft_fini(&n);
 }
 
@@ -582,6 +664,7 @@ int main(void)
 		cmocka_unit_test(nft_insert_lookup),
 		cmocka_unit_test(nft_aging),
 		cmocka_unit_test(nft_flush_vnic),
+		cmocka_unit_test(nft_reserve_holds_against_a_flood),
 		cmocka_unit_test(rcft_quota),
 		cmocka_unit_test(rcft_full),
 		cmocka_unit_test(rcft_aging_frees_quota),
