@@ -14,6 +14,7 @@
 
 #define QUEUE_MIN (4 * 65536)
 #define TREND_MIN_NS 200000ull
+#define RISING_ONLY_BELOW 2        /* marks need a growing debt below ceiling / this */
 
 void jk_dhtb_params_default(struct jk_dhtb_params *p, uint64_t rate_bps)
 {
@@ -77,6 +78,12 @@ void jk_dhtb_init(struct jk_dhtb *b, const struct jk_dhtb_params *p, uint64_t no
 	}
 	b->last_ns = now_ns;
 	b->mark_acc = 0;
+	/* A first trend reading after trend_ns; until then a debt may be
+	 * marked (a sender starting far over the rate must hear it at once,
+	 * not a window later). */
+	b->trend_start_ns = now_ns;
+	b->trend_start_debt = 0;
+	b->rising = true;
 }
 
 /* A bucket's tokens after el ns, capped at its depth.  rate x el is only
@@ -199,7 +206,7 @@ static bool rdma_mark(struct jk_dhtb *b, uint64_t debt)
 
 	if (debt <= p->mark_kmin)
 		return false;
-	if (p->trend_ns && !b->rising && debt < p->ceiling / 2)
+	if (p->trend_ns && !b->rising && debt < p->ceiling / RISING_ONLY_BELOW)
 		return false;
 	if (debt >= p->mark_kmax)
 		return true;

@@ -328,6 +328,7 @@ struct rnic_dcqcn_params {
 	uint64_t rate_reduce_ns;     /* RP: at most one cut per this period */
 	uint32_t ai_shift;           /* increase steps at least Rt / 2^ai_shift (0: off) */
 	uint32_t hai_shift;
+	uint64_t ai_ref;             /* additive step at least sqrt(Rt x ai_ref), bit/s (0: off) */
 	uint64_t loss_window_ns;     /* RP: a loss is a cut only this soon after a CNP (0: never) */
 };
 

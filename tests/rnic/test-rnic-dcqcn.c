@@ -32,6 +32,7 @@ static struct rnic_dcqcn_params prof(void)
 	p.cnp_interval_ns = 50 * US;
 	p.ai_shift = 0;                 /* the paper's fixed steps (scaled: test_increase_scaled_to_rate) */
 	p.hai_shift = 0;
+	p.ai_ref = 0;
 	return p;
 }
 
@@ -290,6 +291,55 @@ static void test_increase_scaled_to_rate(void **state)
 	assert_true(rp.rt == rt + 40 * M);
 }
 
+/* With ai_ref the additive step is sqrt(Rt x ai_ref) when larger than
+ * R_AI: it grows with the rate, but less than in proportion, so that
+ * flows sharing a bottleneck still converge to equal shares (binomial
+ * congestion control, increase ~ r^1/2, decrease ~ r). */
+static void test_increase_sqrt_of_rate(void **state)
+{
+	struct rnic_dcqcn_params p = prof();
+	struct rnic_dcqcn_rp rp;
+	uint64_t t, rt;
+
+	p.ai_ref = 250000;                              /* 250 kbit/s */
+	t = cut_twice(&rp, &p);                         /* rt 5 G */
+	rt = rp.rt;
+	for (int stage = 1; stage <= 5; stage++)
+		busy_tick(&rp, &p, t + (uint64_t)stage * 300 * US);
+	/* sqrt(5e9 x 2.5e5) = 35.36 Mbit/s < R_AI 40: R_AI */
+	assert_true(rp.rt == rt + 40 * M);
+	p.rate_ai = 1 * M;
+	t = cut_twice(&rp, &p);
+	rt = rp.rt;
+	for (int stage = 1; stage <= 5; stage++)
+		busy_tick(&rp, &p, t + (uint64_t)stage * 300 * US);
+	assert_true(rp.rt > rt + 35 * M && rp.rt < rt + 36 * M);
+}
+
+/* A QP waiting on its pacer is rate-limited in every period it waits, not
+ * only in those in which it sent: at 2 Mbit/s (one 1 KiB packet per 4 ms)
+ * it gets an increase event per rate period. */
+static void test_slow_qp_waiting_on_pacer_increases(void **state)
+{
+	struct rnic_dcqcn_params p = prof();
+	struct rnic_dcqcn_rp rp;
+	uint64_t t = 0;
+
+	p.min_rate = 1 * M;
+	rnic_dcqcn_rp_init(&rp, &p, t);
+	rnic_dcqcn_on_cnp(&rp, &p, t);                  /* cut_once, timers on */
+	rp.rc = rp.rt = 2 * M;
+	rp.tokens = -1000;                              /* the last packet left the bucket in debt */
+	rp.tb_ns = t;
+	rp.limited = 0;
+	rnic_dcqcn_tick(&rp, &p, t + 2 * 300 * US + 1); /* two periods, no packet sent */
+	assert_int_equal(rp.t_stage, 2);
+	/* an idle QP (bucket refilled) gets none */
+	rp.tokens = 1000;
+	rnic_dcqcn_tick(&rp, &p, t + 4 * 300 * US + 2);
+	assert_int_equal(rp.t_stage, 2);
+}
+
 /* A loss on a path that marks (a CNP in the last loss_window) halves the
  * rate (from twice the measured rate at most), the target with it; one cut
  * per rate_reduce period, shared with CNPs; other losses leave it. */
@@ -304,26 +354,31 @@ static void test_loss_halves(void **state)
 	for (int us = 1; us <= 2000; us++)
 		rnic_dcqcn_on_tx(&rp, &p, 500, t + (uint64_t)us * US);   /* 4 Gbit/s */
 	t += 2001 * US;
-	rnic_dcqcn_on_loss(&rp, &p, t);                 /* no CNP yet: a loss is no cut */
+	rnic_dcqcn_on_loss(&rp, &p, 0, t);              /* no CNP yet: a NAK is no cut */
 	assert_true(rp.rc == 4 * G && !rp.cut_once);
 	rp.last_cnp_ns = t - 200 * MS;                  /* a CNP, but 200 ms ago */
-	rnic_dcqcn_on_loss(&rp, &p, t);
+	rnic_dcqcn_on_loss(&rp, &p, 0, t);
 	assert_true(rp.rc == 4 * G && !rp.cut_once);
 	rp.last_cnp_ns = t - 50 * MS;                   /* a path that marks */
-	rnic_dcqcn_on_loss(&rp, &p, t);
+	rnic_dcqcn_on_loss(&rp, &p, 0, t);
 	assert_true(rp.rc == 2 * G && rp.rt == 2 * G);
 	assert_int_equal(rp.losses, 3);
 	assert_true(rp.cut_once);
-	rnic_dcqcn_on_loss(&rp, &p, t + 10 * US);       /* within rate_reduce: no second cut */
+	rnic_dcqcn_on_loss(&rp, &p, 0, t + 10 * US);       /* within rate_reduce: no second cut */
 	rnic_dcqcn_on_cnp(&rp, &p, t + 20 * US);
 	assert_true(rp.rc == 2 * G);
-	rnic_dcqcn_on_loss(&rp, &p, t + 60 * US);
+	rnic_dcqcn_on_loss(&rp, &p, 0, t + 60 * US);
 	assert_true(rp.rc == 1 * G);
 	assert_int_equal(rp.losses, 5);
 	/* never below min_rate */
 	for (int i = 2; i < 40; i++)
-		rnic_dcqcn_on_loss(&rp, &p, t + (uint64_t)i * 60 * US);
+		rnic_dcqcn_on_loss(&rp, &p, 0, t + (uint64_t)i * 60 * US);
 	assert_true(rp.rc == p.min_rate);
+	/* a timeout likewise: no CNP, no cut */
+	rnic_dcqcn_rp_init(&rp, &p, t);
+	rp.rc = rp.rt = 4 * G;
+	rnic_dcqcn_on_loss(&rp, &p, 1, t);
+	assert_true(rp.rc == 4 * G && !rp.cut_once);
 }
 
 static void test_np_interval(void **state)
@@ -369,6 +424,8 @@ int main(void)
 		cmocka_unit_test(test_pacing),
 		cmocka_unit_test(test_cut_from_measured_rate),
 		cmocka_unit_test(test_increase_scaled_to_rate),
+		cmocka_unit_test(test_increase_sqrt_of_rate),
+		cmocka_unit_test(test_slow_qp_waiting_on_pacer_increases),
 		cmocka_unit_test(test_loss_halves),
 		cmocka_unit_test(test_np_interval),
 		cmocka_unit_test(test_parse),

@@ -12,6 +12,8 @@
 #ifndef JK_SIM_RDMA_LOOP_H
 #define JK_SIM_RDMA_LOOP_H
 
+#define LOOP_SENDERS_MAX 16
+
 #include <stdint.h>
 #include <stdio.h>
 
@@ -27,7 +29,9 @@ struct loop_cfg {
 	uint64_t duration_ns;
 	uint64_t settle_ns;      /* measured from here on */
 	uint32_t seed;
+	unsigned senders;        /* QPs, each its own sender (and CPU), into the one vNIC; 0 = 1 */
 	const char *dcqcn;       /* "key=value,..." on the RNIC's defaults, or NULL */
+	int dhtb_no_trend;       /* mark every debt over kmin, growing or not (as before the trend) */
 	FILE *trace;             /* a line per simulated ms (rates, alpha, buckets), or NULL */
 };
 
@@ -35,6 +39,8 @@ struct loop_result {
 	double delivered_bps;    /* passed by the DHTB (marked included), after settle */
 	double ratio;            /* delivered / rate */
 	uint64_t marked, dropped, cnps, packets;
+	uint64_t dropped_after_settle;
+	double jain;             /* fairness of the senders' delivered bytes (1: equal) */
 	double min_window_ratio; /* the lowest 10 ms window after settle, over the rate */
 	double max_window_ratio;
 };

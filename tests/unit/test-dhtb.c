@@ -1503,6 +1503,7 @@ static void rdma_marks_need_growing_debt(void **state)
 	rdma_params(&p);
 	p.mark_pmax_ppm = 1000000;       /* past kmin marks get likelier fast without the trend */
 	p.trend_ns = 2 * MS;
+	p.ceiling = 300000;              /* the trend rules below 150 kB (half of it) */
 	b = bucket_new(&p, t);
 	/* Twice the rate: the debt grows, marks come once it passed kmin. */
 	for (unsigned i = 0; i < 300; i++, t += MS / 2)
@@ -1531,7 +1532,8 @@ static void rdma_marks_need_growing_debt(void **state)
 	}
 	assert_true(rdma_debt(b) >= p.ceiling / 2);
 	assert_int_equal(marks_deep, 4);
-	print_message("marks: growing %u, draining %u, past half the ceiling %u of 4\n", marks_fast, marks_slow, marks_deep);
+	print_message("marks: growing %u, draining %u, past half the ceiling %u of 4\n", marks_fast, marks_slow,
+		      marks_deep);
 }
 
 int main(void)
