@@ -345,7 +345,8 @@ def run(outdir, quick=False, prefix="e6x"):
     v.check(iso.within(j["mean"]["total"], RATE, 5), "jakiro aggregate %.1f Mbit/s within ±5%% of %d"
             % (j["mean"]["total"], RATE))
     jb, hb = j["drops"] + j["retransmits"], h["drops"] + h["retransmits"]
-    v.check(jb < hb, "jakiro RDMA drops+retransmits %d < htb's %d" % (jb, hb))
+    # jakiro (ECN) must lose no more RDMA than htb (queue and drop); both 0 passes
+    v.check(jb <= hb, "jakiro RDMA drops+retransmits %d, no more than htb's %d" % (jb, hb))
     acc = " / ".join("%s %.1f%%" % (r["system"], 100 * r["mean"]["total"] / RATE) for r in results)
     rd = ", ".join("under %s %d drops %d retransmits %d timeouts %d marks (RDMA/TCP %.0f/%.0f)"
                    % (r["system"], r["drops"], r["retransmits"], r["timeouts"], r["marks"],

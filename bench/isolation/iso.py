@@ -91,9 +91,29 @@ class Lab:
     def sock(self, host):
         return "/run/jakiro-lab/%s/%s.sock" % (self.prefix, host)
 
+    def cgroup_of(self, name):
+        """The tenant's CPU cgroup jakiro-lab made (None: none)."""
+        try:
+            with open("/run/jakiro-lab/%s/lab.json" % self.prefix) as f:
+                return json.load(f).get("cgroups", {}).get(name)
+        except (OSError, ValueError):
+            return None
+
+    def in_cgroup(self, name):
+        """A preexec_fn: the child joins the tenant's cgroup, as `jakiro-lab
+        exec` does, so tenants share the CPU as containers."""
+        path = self.cgroup_of(name)
+        if not path:
+            return None
+
+        def join():
+            with open(os.path.join(path, "cgroup.procs"), "w") as f:
+                f.write(str(os.getpid()))
+        return join
+
     def run(self, name, cmd, timeout=120, check=True):
         r = subprocess.run(["ip", "netns", "exec", self.ns(name)] + cmd,
-                           capture_output=True, text=True, timeout=timeout)
+                           capture_output=True, text=True, timeout=timeout, preexec_fn=self.in_cgroup(name))
         if check and r.returncode != 0:
             raise ExperimentError("%s: %s: %s" % (name, " ".join(cmd), (r.stderr or r.stdout).strip()[-400:]))
         return r
@@ -104,7 +124,7 @@ class Lab:
         self.started = getattr(self, "started", 0) + 1
         f = open(os.path.join(self.outdir, "logs", "%02d-%s" % (self.started, logname)), "w")
         p = subprocess.Popen(["ip", "netns", "exec", self.ns(name)] + cmd,
-                             stdout=f, stderr=subprocess.STDOUT)
+                             stdout=f, stderr=subprocess.STDOUT, preexec_fn=self.in_cgroup(name))
         p.logfile = f.name
         self.procs.append(p)
         return p
