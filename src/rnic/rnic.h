@@ -327,7 +327,6 @@ struct rnic_dcqcn_params {
 	uint64_t cnp_interval_ns;    /* NP: at most one CNP per QP per interval */
 	uint64_t rate_reduce_ns;     /* RP: at most one cut per this period */
 	uint32_t ai_shift;           /* increase steps at least Rt / 2^ai_shift (0: off) */
-	uint32_t hai_shift;
 	uint64_t ai_ref;             /* additive step at least sqrt(Rt x ai_ref), bit/s (0: off) */
 	uint64_t loss_window_ns;     /* RP: a loss is a cut only this soon after a CNP (0: never) */
 };

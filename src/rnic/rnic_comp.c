@@ -76,11 +76,10 @@ static int outstanding(const struct rnic_qp *qp)
 }
 
 /* Loss window: halved on a loss, regrown by a quarter of what is acked.
- * The rate hears of it too (rnic_dcqcn_on_loss): a timeout always, a NAK
- * for a sequence error on a path that marks. */
-static void cwnd_loss(struct rnic_qp *qp, int timeout)
+ * The rate hears of it too (rnic_dcqcn_on_loss: cut on a path that marks). */
+static void cwnd_loss(struct rnic_qp *qp)
 {
-	rnic_dcqcn_on_loss(&qp->rp, &qp->dev->dcqcn, timeout, qp->dev->now_ns);
+	rnic_dcqcn_on_loss(&qp->rp, &qp->dev->dcqcn, qp->dev->now_ns);
 	qp->cwnd = qp->cwnd / 2 > RNIC_CWND_MIN ? qp->cwnd / 2 : RNIC_CWND_MIN;
 }
 
@@ -106,7 +105,7 @@ static void go_back(struct rnic_qp *qp, uint32_t psn)
 		return;
 	qp->comp.gbn_armed = 1;
 	qp->comp.gbn_psn = psn;
-	cwnd_loss(qp, 0);
+	cwnd_loss(qp);
 	rnic_trace(qp->dev, "qp %#x: go back to psn %#x (comp %#x req %#x)\n",
 		   qp->qpn, psn, qp->comp.psn, qp->req.psn);
 	rnic_req_rewind(qp, psn, 1);
@@ -330,7 +329,7 @@ void rnic_comp_timer(struct rnic_qp *qp, uint64_t now_ns)
 	}
 	qp->comp.retry_left--;
 	qp->dev->cnt.timeouts++;
-	cwnd_loss(qp, 1);
+	cwnd_loss(qp);
 	rnic_trace(qp->dev, "qp %#x: timeout, resend from psn %#x (req %#x max %#x), %d retries left\n",
 		   qp->qpn, qp->comp.psn, qp->req.psn, qp->req.max_psn, qp->comp.retry_left);
 	qp->comp.gbn_armed = 0;

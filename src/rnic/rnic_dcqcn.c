@@ -113,8 +113,7 @@ static void rate_increase(struct rnic_dcqcn_rp *rp, const struct rnic_dcqcn_para
 	if (hi < p->fast_recovery) {
 		/* fast recovery: towards the rate before the cut */
 	} else if (lo > p->fast_recovery) {
-		uint64_t hai = p->hai_shift ? max_u64(p->rate_hai, rp->rt >> p->hai_shift) : p->rate_hai;
-		rp->rt += (uint64_t)(lo - p->fast_recovery) * hai;
+		rp->rt += (uint64_t)(lo - p->fast_recovery) * p->rate_hai;
 	} else {
 		rp->rt += ai_step(rp, p);
 	}
@@ -184,7 +183,7 @@ void rnic_dcqcn_on_cnp(struct rnic_dcqcn_rp *rp,
 }
 
 void rnic_dcqcn_on_loss(struct rnic_dcqcn_rp *rp,
-			const struct rnic_dcqcn_params *p, int timeout, uint64_t now_ns)
+			const struct rnic_dcqcn_params *p, uint64_t now_ns)
 {
 	rp->losses++;
 	/* Only on a path that marks (a CNP within loss_window): a loss then
@@ -195,7 +194,6 @@ void rnic_dcqcn_on_loss(struct rnic_dcqcn_rp *rp,
 	 * go-back-N and the loss window deal with it: cut on every timeout, a
 	 * QP with a short timeout and random loss (faults.sh) slowed until
 	 * each packet outlived the timeout, and gave up. */
-	(void)timeout;
 	if (!p->enabled || !rp->last_cnp_ns || now_ns - rp->last_cnp_ns > p->loss_window_ns ||
 	    !may_cut(rp, p, now_ns))
 		return;
@@ -356,7 +354,6 @@ static int parse_kv(struct rnic_dcqcn_params *p, const char *key, const char *va
 	if (!strcmp(key, "g_shift"))       return parse_u32(val, &p->g_shift);
 	if (!strcmp(key, "ai_shift"))      return parse_u32(val, &p->ai_shift);
 	if (!strcmp(key, "ai_ref"))        return parse_rate(val, &p->ai_ref);
-	if (!strcmp(key, "hai_shift"))     return parse_u32(val, &p->hai_shift);
 	if (!strcmp(key, "fast_recovery")) return parse_u32(val, &p->fast_recovery);
 	if (!strcmp(key, "alpha_period"))  return parse_time(val, &p->alpha_period_ns);
 	if (!strcmp(key, "rate_period"))   return parse_time(val, &p->rate_period_ns);

@@ -69,15 +69,15 @@ void rnic_dcqcn_rp_init(struct rnic_dcqcn_rp *rp,
 			const struct rnic_dcqcn_params *p, uint64_t now_ns);
 void rnic_dcqcn_on_cnp(struct rnic_dcqcn_rp *rp,
 		       const struct rnic_dcqcn_params *p, uint64_t now_ns);
-/* Runs the alpha and rate timers up to now_ns. */
-/* A loss (a retransmission timeout, `timeout` set, or a NAK for a sequence
- * error) on a path that marks (a CNP within loss_window_ns): the marking
- * point dropped what the rate let through, as a rate limiter's ceiling
- * does without PFC.  Rc halves, as TCP's window does, and Rt with it;
- * alpha grows as on a CNP; at most one cut per rate_reduce_ns, shared with
- * CNPs.  Losses on a path that does not mark leave the rate. */
+/* A loss (a retransmission timeout or a NAK for a sequence error) on a
+ * path that marks (a CNP within loss_window_ns): the marking point dropped
+ * what the rate let through, as a rate limiter's ceiling does without PFC.
+ * Rc halves, as TCP's window does, and Rt with it; alpha grows as on a
+ * CNP; at most one cut per rate_reduce_ns, shared with CNPs.  Losses on a
+ * path that does not mark leave the rate. */
 void rnic_dcqcn_on_loss(struct rnic_dcqcn_rp *rp,
-			const struct rnic_dcqcn_params *p, int timeout, uint64_t now_ns);
+			const struct rnic_dcqcn_params *p, uint64_t now_ns);
+/* Runs the alpha and rate timers up to now_ns. */
 void rnic_dcqcn_tick(struct rnic_dcqcn_rp *rp,
 		     const struct rnic_dcqcn_params *p, uint64_t now_ns);
 /* Accounts bytes sent: consumes tokens and runs the byte counter. */

@@ -13,11 +13,11 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/uio.h>
 
 #include <linux/virtio_net.h>
 
 #include "rnic/rnic_loc.h"
+#include "roce_frame.h"
 
 #define LOCAL_IP  0x0100000a   /* 10.0.0.1, network order */
 #define REMOTE_IP 0x0200000a   /* 10.0.0.2 */
@@ -105,8 +105,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	while (size >= 3) {
 		uint8_t frame[RNIC_FRAME_MAX];
-		struct rnic_ipv4 *ip = (struct rnic_ipv4 *)frame;
-		struct rnic_udp *udp = (struct rnic_udp *)(ip + 1);
 		size_t len = (size_t)data[0] << 8 | data[1];
 		uint8_t flags = data[2];
 		uint8_t *bth = frame + RNIC_IPUDP_LEN;
@@ -134,24 +132,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				((struct rnic_reth *)(bth + op->offset[RNIC_EXT_RETH]))->rkey =
 					rn_put32(rnic_mr_rkey(mr));
 		}
-		ip->ver_ihl = 0x45;
-		ip->tos = (flags & 8) ? RNIC_ECN_CE : RNIC_ECN_ECT0;
-		ip->tot_len = rn_put16((uint16_t)(RNIC_IPUDP_LEN + paylen));
-		ip->frag_off = rn_put16(RNIC_IP_DF);
-		ip->ttl = 64;
-		ip->proto = RNIC_IPPROTO_UDP;
-		ip->saddr.raw = REMOTE_IP;
-		ip->daddr.raw = LOCAL_IP;
-		udp->sport = rn_put16(0xc000);
-		udp->dport = rn_put16(RNIC_UDP_PORT);
-		udp->len = rn_put16((uint16_t)(sizeof(*udp) + paylen));
-		if (paylen >= sizeof(struct rnic_bth) + RNIC_ICRC_SIZE) {
-			struct iovec iov = { bth + sizeof(struct rnic_bth),
-					     paylen - sizeof(struct rnic_bth) - RNIC_ICRC_SIZE };
-			uint32_t icrc = rnic_icrc(frame, bth, sizeof(struct rnic_bth), &iov, 1);
-
-			rnic_icrc_put(bth + paylen - RNIC_ICRC_SIZE, icrc ^ (flags & 1));
-		}
+		rf_ipudp(frame, paylen, (flags & 8) ? RNIC_ECN_CE : RNIC_ECN_ECT0, REMOTE_IP, LOCAL_IP);
+		rf_icrc(frame, paylen, flags & 1);
 		if (flags & 0x40) {
 			/* as a coalesced frame read with its virtio-net header */
 			struct virtio_net_hdr vh = { .gso_type = (flags & 0x80) ? 5 : 3,

@@ -24,7 +24,7 @@ fuzz: $(RNIC_FUZZ)
 
 RNIC_FUZZ_SRCS := $(wildcard src/rnic/*.c) src/util/units.c
 
-build-fuzz/fuzz-rnic-rcv: tests/rnic/fuzz-rnic-rcv.c $(RNIC_FUZZ_SRCS) $(wildcard src/rnic/*.h src/util/*.h)
+build-fuzz/fuzz-rnic-rcv: tests/rnic/fuzz-rnic-rcv.c tests/rnic/roce_frame.h $(RNIC_FUZZ_SRCS) $(wildcard src/rnic/*.h src/util/*.h)
 	@mkdir -p $(dir $@)
 	clang $(RNIC_FUZZ_CFLAGS) $< $(RNIC_FUZZ_SRCS) -lpthread -o $@
 

@@ -22,12 +22,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 
 #include "rnic/rnic_loc.h"
+#include "roce_frame.h"
 
 #define LOCAL_IP  0x0100000a   /* 10.0.0.1, network order */
 #define REMOTE_IP 0x0200000a   /* 10.0.0.2 */
@@ -128,8 +128,6 @@ static void request(struct env *e, uint8_t opcode, const uint64_t *va, uint32_t 
 		    int udp_len)
 {
 	uint8_t frame[RNIC_FRAME_MAX];
-	struct rnic_ipv4 *ip = (struct rnic_ipv4 *)frame;
-	struct rnic_udp *udp = (struct rnic_udp *)(ip + 1);
 	uint8_t *bth = frame + RNIC_IPUDP_LEN;
 	struct rnic_bth *b = (struct rnic_bth *)bth;
 	uint32_t hlen = sizeof(*b), paylen;
@@ -149,22 +147,10 @@ static void request(struct env *e, uint8_t opcode, const uint64_t *va, uint32_t 
 	}
 	memset(bth + hlen, 0xee, payload);
 	paylen = hlen + payload + RNIC_ICRC_SIZE;
-	ip->ver_ihl = 0x45;
-	ip->tos = RNIC_ECN_ECT0;
-	ip->tot_len = rn_put16((uint16_t)(RNIC_IPUDP_LEN + paylen));
-	ip->frag_off = rn_put16(RNIC_IP_DF);
-	ip->ttl = 64;
-	ip->proto = RNIC_IPPROTO_UDP;
-	ip->saddr.raw = REMOTE_IP;
-	ip->daddr.raw = LOCAL_IP;
-	udp->sport = rn_put16(0xc000);
-	udp->dport = rn_put16(RNIC_UDP_PORT);
-	udp->len = rn_put16((uint16_t)(udp_len >= 0 ? (uint32_t)udp_len : sizeof(*udp) + paylen));
-	{
-		struct iovec iov = { bth + sizeof(*b), paylen - sizeof(*b) - RNIC_ICRC_SIZE };
-
-		rnic_icrc_put(bth + paylen - RNIC_ICRC_SIZE, rnic_icrc(frame, bth, sizeof(*b), &iov, 1));
-	}
+	rf_ipudp(frame, paylen, RNIC_ECN_ECT0, REMOTE_IP, LOCAL_IP);
+	if (udp_len >= 0)
+		((struct rnic_udp *)(frame + sizeof(struct rnic_ipv4)))->len = rn_put16((uint16_t)udp_len);
+	rf_icrc(frame, paylen, 0);
 	rnic_rcv(e->dev, frame, RNIC_IPUDP_LEN + paylen, 1000000000ull);
 	rnic_progress(e->dev, 1000000000ull);
 	if (getenv("BOUNDS_DEBUG"))

@@ -31,7 +31,6 @@ static struct rnic_dcqcn_params prof(void)
 	p.rate_reduce_ns = 50 * US;
 	p.cnp_interval_ns = 50 * US;
 	p.ai_shift = 0;                 /* the paper's fixed steps (scaled: test_increase_scaled_to_rate) */
-	p.hai_shift = 0;
 	p.ai_ref = 0;
 	return p;
 }
@@ -354,30 +353,30 @@ static void test_loss_halves(void **state)
 	for (int us = 1; us <= 2000; us++)
 		rnic_dcqcn_on_tx(&rp, &p, 500, t + (uint64_t)us * US);   /* 4 Gbit/s */
 	t += 2001 * US;
-	rnic_dcqcn_on_loss(&rp, &p, 0, t);              /* no CNP yet: a NAK is no cut */
+	rnic_dcqcn_on_loss(&rp, &p, t);              /* no CNP yet: a NAK is no cut */
 	assert_true(rp.rc == 4 * G && !rp.cut_once);
 	rp.last_cnp_ns = t - 200 * MS;                  /* a CNP, but 200 ms ago */
-	rnic_dcqcn_on_loss(&rp, &p, 0, t);
+	rnic_dcqcn_on_loss(&rp, &p, t);
 	assert_true(rp.rc == 4 * G && !rp.cut_once);
 	rp.last_cnp_ns = t - 50 * MS;                   /* a path that marks */
-	rnic_dcqcn_on_loss(&rp, &p, 0, t);
+	rnic_dcqcn_on_loss(&rp, &p, t);
 	assert_true(rp.rc == 2 * G && rp.rt == 2 * G);
 	assert_int_equal(rp.losses, 3);
 	assert_true(rp.cut_once);
-	rnic_dcqcn_on_loss(&rp, &p, 0, t + 10 * US);       /* within rate_reduce: no second cut */
+	rnic_dcqcn_on_loss(&rp, &p, t + 10 * US);       /* within rate_reduce: no second cut */
 	rnic_dcqcn_on_cnp(&rp, &p, t + 20 * US);
 	assert_true(rp.rc == 2 * G);
-	rnic_dcqcn_on_loss(&rp, &p, 0, t + 60 * US);
+	rnic_dcqcn_on_loss(&rp, &p, t + 60 * US);
 	assert_true(rp.rc == 1 * G);
 	assert_int_equal(rp.losses, 5);
 	/* never below min_rate */
 	for (int i = 2; i < 40; i++)
-		rnic_dcqcn_on_loss(&rp, &p, 0, t + (uint64_t)i * 60 * US);
+		rnic_dcqcn_on_loss(&rp, &p, t + (uint64_t)i * 60 * US);
 	assert_true(rp.rc == p.min_rate);
-	/* a timeout likewise: no CNP, no cut */
+	/* likewise on a fresh QP: no CNP yet, no cut */
 	rnic_dcqcn_rp_init(&rp, &p, t);
 	rp.rc = rp.rt = 4 * G;
-	rnic_dcqcn_on_loss(&rp, &p, 1, t);
+	rnic_dcqcn_on_loss(&rp, &p, t);
 	assert_true(rp.rc == 4 * G && !rp.cut_once);
 }
 

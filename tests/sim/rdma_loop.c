@@ -83,7 +83,7 @@ static void wake(const struct loop_cfg *c, const struct rnic_dcqcn_params *p, st
 	}
 	/* A loss is heard a round trip after the drop (a NAK). */
 	while (s->loss.n && s->loss.at[s->loss.head] <= t) {
-		rnic_dcqcn_on_loss(&s->rp, p, 0, t);
+		rnic_dcqcn_on_loss(&s->rp, p, t);
 		s->loss.head = (s->loss.head + 1) % CNP_RING;
 		s->loss.n--;
 	}
