@@ -152,6 +152,8 @@ int  rnic_destroy_cq(struct rnic_cq *cq);
 /* Takes up to n completions; returns how many (0..n) or -EOVERFLOW once if
  * completions were lost because the CQ was full. */
 int  rnic_poll_cq(struct rnic_cq *cq, int n, struct rnic_wc *wc);
+/* Completions waiting to be polled (a lost one counts as waiting). */
+int  rnic_cq_pending(const struct rnic_cq *cq);
 const char *rnic_wc_status_str(enum rnic_wc_status status);
 
 /* ---- queue pair --------------------------------------------------------- */
@@ -166,11 +168,18 @@ enum rnic_qp_state {
 };
 const char *rnic_qp_state_name(enum rnic_qp_state s);
 
+/* Scatter/gather entries per work request, at most. */
+#define RNIC_MAX_SGE 16
+
+/* Largest payload a send WR may carry inline (copied when posted). */
+#define RNIC_MAX_INLINE 256
+
 struct rnic_qp_cap {
 	uint32_t max_send_wr;
 	uint32_t max_recv_wr;
 	uint32_t max_send_sge;
 	uint32_t max_recv_sge;
+	uint32_t max_inline_data;  /* <= RNIC_MAX_INLINE */
 };
 
 struct rnic_qp_init_attr {
@@ -254,6 +263,7 @@ enum rnic_send_flags {
 	RNIC_SEND_FENCE     = 1 << 0,
 	RNIC_SEND_SIGNALED  = 1 << 1,
 	RNIC_SEND_SOLICITED = 1 << 2,
+	RNIC_SEND_INLINE    = 1 << 3,  /* copy the SGEs' bytes now; lkeys unused */
 };
 
 struct rnic_send_wr {

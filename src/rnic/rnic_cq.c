@@ -58,6 +58,11 @@ int rnic_poll_cq(struct rnic_cq *cq, int n, struct rnic_wc *wc)
 	return k;
 }
 
+int rnic_cq_pending(const struct rnic_cq *cq)
+{
+	return (int)(cq->head - cq->tail) + cq->overflow;
+}
+
 const char *rnic_wc_status_str(enum rnic_wc_status status)
 {
 	switch (status) {

@@ -25,7 +25,7 @@
 
 #define RNIC_MAX_QP          256
 #define RNIC_MAX_MR          4096
-#define RNIC_MAX_SGE         16
+
 #define RNIC_MAX_WR          16384
 #define RNIC_MAX_CQE         (1 << 20)
 #define RNIC_QPN_BASE        0x11
@@ -87,6 +87,7 @@ struct rnic_swqe {
 	uint32_t first_psn;           /* assigned when first transmitted */
 	uint32_t last_psn;
 	struct rnic_sge sg[RNIC_MAX_SGE];
+	uint8_t inl[RNIC_MAX_INLINE]; /* inline payload; sg[0] points here */
 };
 
 struct rnic_rwqe {

@@ -94,7 +94,7 @@ int rnic_create_qp(struct rnic_pd *pd, const struct rnic_qp_init_attr *init,
 
 	if (!init->send_cq || !init->recv_cq || cap->max_send_wr > RNIC_MAX_WR ||
 	    cap->max_recv_wr > RNIC_MAX_WR || cap->max_send_sge > RNIC_MAX_SGE ||
-	    cap->max_recv_sge > RNIC_MAX_SGE)
+	    cap->max_recv_sge > RNIC_MAX_SGE || cap->max_inline_data > RNIC_MAX_INLINE)
 		return -EINVAL;
 	for (i = 0; i < RNIC_MAX_QP && dev->qp[i]; i++)
 		;
@@ -318,6 +318,9 @@ int rnic_modify_qp(struct rnic_qp *qp, const struct rnic_qp_attr *a, int mask)
 	case RNIC_QPS_RTR:
 		memset(&qp->resp, 0, sizeof(qp->resp));
 		qp->resp.psn = qp->attr.rq_psn;
+		/* A QP left in RTR answers reads (perftest's read server does):
+		 * its responses are paced by its DCQCN state from here on. */
+		rnic_dcqcn_rp_init(&qp->rp, &dev->dcqcn, dev->now_ns);
 		break;
 	case RNIC_QPS_RTS:
 		memset(&qp->req, 0, sizeof(qp->req));
@@ -329,7 +332,6 @@ int rnic_modify_qp(struct rnic_qp *qp, const struct rnic_qp_attr *a, int mask)
 		qp->comp.rnr_left = qp->attr.rnr_retry;
 		if (!qp->attr.max_rd_atomic)
 			qp->attr.max_rd_atomic = 1;
-		rnic_dcqcn_rp_init(&qp->rp, &dev->dcqcn, dev->now_ns);
 		break;
 	case RNIC_QPS_ERR:
 		rnic_qp_error(qp, RNIC_WC_WR_FLUSH_ERR);
@@ -411,6 +413,27 @@ static int sge_ok(struct rnic_qp *qp, const struct rnic_sge *s, int need_write)
 	return s->addr >= start && s->addr + s->length <= end && s->addr + s->length >= s->addr;
 }
 
+/* Inline: the SGEs' bytes are copied into the WQE now (their keys are not
+ * looked at, as in verbs); the WQE then has one SGE pointing at its copy. */
+static int post_inline(struct rnic_qp *qp, struct rnic_swqe *w,
+		       const struct rnic_send_wr *wr)
+{
+	uint32_t len = 0;
+
+	for (int i = 0; i < wr->num_sge; i++) {
+		uint32_t n = wr->sg_list[i].length;
+
+		if (n > qp->cap.max_inline_data - len)
+			return -EINVAL;
+		memcpy(w->inl + len, (const void *)(uintptr_t)wr->sg_list[i].addr, n);
+		len += n;
+	}
+	w->sg[0] = (struct rnic_sge){ .addr = (uint64_t)(uintptr_t)w->inl, .length = len };
+	w->num_sge = 1;
+	w->len = len;
+	return 0;
+}
+
 int rnic_post_send(struct rnic_qp *qp, struct rnic_send_wr *wr,
 		   struct rnic_send_wr **bad)
 {
@@ -440,6 +463,15 @@ int rnic_post_send(struct rnic_qp *qp, struct rnic_send_wr *wr,
 		w->raddr = wr->remote_addr;
 		w->rkey = wr->rkey;
 		w->status = RNIC_WC_SUCCESS;
+		if ((wr->send_flags & RNIC_SEND_INLINE) && !is_read) {
+			if (post_inline(qp, w, wr)) {
+				*bad = wr;
+				return -EINVAL;
+			}
+			qp->sq_head++;
+			goto posted;
+		}
+		w->flags &= (uint8_t)~RNIC_SEND_INLINE;
 		for (int i = 0; i < wr->num_sge; i++) {
 			w->sg[i] = wr->sg_list[i];
 			len += wr->sg_list[i].length;
@@ -452,6 +484,7 @@ int rnic_post_send(struct rnic_qp *qp, struct rnic_send_wr *wr,
 		}
 		w->len = (uint32_t)len;
 		qp->sq_head++;
+posted:
 		if (qp->state == RNIC_QPS_ERR) {
 			rnic_comp_send_wc(qp, w, RNIC_WC_WR_FLUSH_ERR, 1);
 			qp->sq_tail++;

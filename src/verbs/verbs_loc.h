@@ -1,0 +1,163 @@
+/* verbs_loc.h — the drop-in libibverbs over the soft RNIC: its objects.
+ *
+ * Every verbs object embeds the public struct from <infiniband/verbs.h>
+ * (the ABI applications compiled against Debian's libibverbs see) as its
+ * first member, followed by the soft-RNIC object it stands for.  So a
+ * pointer the application holds converts back with a cast (container_of
+ * at offset 0), and the structs' sizes and offsets are Debian's, checked
+ * at compile time in verbs_abi_check.c.
+ *
+ * One soft RNIC (rnic_dev) per opened context, driven under the context's
+ * lock from two places: the application's own calls (post, poll: the
+ * RNIC runs inline, as the jk_* tools run it) and a progress thread that
+ * answers the peer while the application is busy elsewhere (see
+ * verbs_progress.c).
+ *
+ * Errors follow libibverbs: functions returning int give 0 or a positive
+ * errno; functions returning a pointer give NULL and set errno.
+ */
+#ifndef JK_VERBS_LOC_H
+#define JK_VERBS_LOC_H
+
+#include <infiniband/verbs.h>
+#include <net/if.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "rnic/rnic.h"
+
+#define VERBS_EXPORT __attribute__((visibility("default")))
+
+/* Device name: "jk_" + interface name (one device per interface). */
+#define VERBS_DEV_PREFIX "jk_"
+#define VERBS_SYSFS_ROOT "/sys/class/infiniband/"   /* ibdev_path prefix */
+#define VERBS_MAX_CQE    65536
+#define VERBS_VENDOR_ID  0x4a4b                     /* "JK" */
+#define VERBS_PART_ID    0x0001
+
+struct verbs_dev {
+	struct ibv_device ibdev;
+	char ifname[IF_NAMESIZE];
+	uint32_t ipv4;                /* network order */
+	uint8_t mac[6];
+	int index;                    /* ibv_get_device_index */
+};
+
+struct verbs_cq;
+
+struct verbs_ctx {
+	struct verbs_context vctx;    /* ends with the ibv_context */
+	struct verbs_dev *dev;
+	struct rnic_dev *rnic;
+	pthread_mutex_t lock;         /* the RNIC and every object below */
+	struct verbs_cq *cqs;         /* for completion events */
+	/* progress thread */
+	pthread_t thread;
+	int thread_running;
+	int kick_fd;                  /* eventfd: wakes the thread */
+	atomic_int stop;
+	atomic_uint_fast64_t app_busy_until;  /* the application drives until then */
+};
+
+struct verbs_pd {
+	struct ibv_pd pd;
+	struct rnic_pd *rpd;
+};
+
+struct verbs_mr {
+	struct ibv_mr mr;
+	struct rnic_mr *rmr;
+};
+
+/* Completion events: the CQs with an event not yet read, in order, and
+ * ch.fd an eventfd in semaphore mode counting them (readable while one is
+ * waiting, as applications poll it).  A CQ destroyed with its event unread
+ * leaves the count one too high: ibv_get_cq_event then finds no CQ and
+ * reads again. */
+struct verbs_channel {
+	struct ibv_comp_channel ch;
+	pthread_mutex_t mu;           /* the queue below */
+	struct verbs_cq *head, *tail;
+};
+
+struct verbs_cq {
+	struct ibv_cq cq;
+	struct rnic_cq *rcq;
+	struct verbs_cq *next;        /* in ctx->cqs */
+	int armed;                    /* ibv_req_notify_cq since the last event */
+	int queued;                   /* in its channel's queue */
+	struct verbs_cq *ev_next;
+	uint32_t events_reported;     /* events ibv_get_cq_event handed out */
+};
+
+struct verbs_qp {
+	struct ibv_qp_ex qpx;         /* qpx.qp_base is the ibv_qp */
+	struct rnic_qp *rqp;
+	struct ibv_qp_cap cap;        /* as created */
+	int sq_sig_all;
+	int is_ex;                    /* created with send ops: ibv_qp_to_qp_ex */
+	/* the WR-building API (ibv_wr_start .. ibv_wr_complete) */
+	struct rnic_send_wr *wr;      /* max_send_wr entries */
+	struct rnic_sge *sge;         /* max_send_sge per entry */
+	uint8_t *inl;                 /* RNIC_MAX_INLINE per entry */
+	uint32_t nwr, max_wr, max_sge;
+	int wr_err;                   /* first error since wr_start */
+};
+
+static inline struct verbs_ctx *to_vctx(struct ibv_context *c)
+{
+	return (struct verbs_ctx *)((uint8_t *)c - offsetof(struct verbs_ctx, vctx.context));
+}
+static inline struct verbs_pd *to_vpd(struct ibv_pd *p) { return (struct verbs_pd *)p; }
+static inline struct verbs_mr *to_vmr(struct ibv_mr *m) { return (struct verbs_mr *)m; }
+static inline struct verbs_cq *to_vcq(struct ibv_cq *c) { return (struct verbs_cq *)c; }
+static inline struct verbs_qp *to_vqp(struct ibv_qp *q) { return (struct verbs_qp *)q; }
+static inline struct verbs_channel *to_vch(struct ibv_comp_channel *c)
+{
+	return (struct verbs_channel *)c;
+}
+
+/* Exported by libibverbs but declared in none of its public headers. */
+const char *ibv_get_sysfs_path(void);
+int ibv_read_sysfs_file(const char *dir, const char *file, char *buf, size_t size);
+int ibv_dontfork_range(void *base, size_t size);
+int ibv_dofork_range(void *base, size_t size);
+
+/* verbs_device.c */
+int  verbs_ctx_query_port(struct ibv_context *c, uint8_t port, struct ibv_port_attr *a,
+			  size_t len);
+
+/* verbs_progress.c */
+int  verbs_progress_start(struct verbs_ctx *ctx);
+void verbs_progress_stop(struct verbs_ctx *ctx);
+void verbs_progress_kick(struct verbs_ctx *ctx);
+/* The application is about to sleep (waiting for an event): the thread
+ * takes over at once. */
+void verbs_app_idle(struct verbs_ctx *ctx);
+/* Runs the RNIC once and raises completion events; caller holds ctx->lock. */
+void verbs_progress_locked(struct verbs_ctx *ctx, uint64_t now_ns);
+void verbs_notify_cqs(struct verbs_ctx *ctx);
+/* Takes CQ out of its channel's queue (it is being destroyed). */
+void verbs_channel_forget(struct verbs_cq *cq);
+
+/* verbs_post.c */
+int  verbs_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
+int  verbs_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
+int  verbs_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc);
+int  verbs_req_notify_cq(struct ibv_cq *cq, int solicited_only);
+int  verbs_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
+int  verbs_qp_ex_init(struct verbs_qp *qp);
+void verbs_qp_ex_free(struct verbs_qp *qp);
+
+/* verbs_objects.c */
+struct ibv_qp *verbs_create_qp_ex(struct ibv_context *c, struct ibv_qp_init_attr_ex *a);
+struct ibv_cq_ex *verbs_create_cq_ex(struct ibv_context *c, struct ibv_cq_init_attr_ex *a);
+int  verbs_query_device_ex(struct ibv_context *c, const struct ibv_query_device_ex_input *in,
+			   struct ibv_device_attr_ex *attr, size_t attr_size);
+
+/* Translations between the two numberings (verbs_objects.c). */
+int  verbs_to_rnic_access(unsigned access, int *out);
+int  verbs_to_rnic_mask(int ibv_mask, int *out);
+
+#endif

@@ -1,0 +1,427 @@
+/* verbs_post.c — the data path: post_send / post_recv / poll_cq /
+ * req_notify_cq (the context ops verbs.h's inline functions call) and the
+ * WR-building API of ibv_qp_ex (ibv_wr_start .. ibv_wr_complete).
+ *
+ * Work requests are translated into the soft RNIC's on the stack, a chunk
+ * at a time (no allocation per call).  Posting runs the RNIC at once, so
+ * requests leave without waiting for the progress thread; polling runs it
+ * too (as the jk_* tools do) and tells the progress thread that the
+ * application is driving.
+ */
+#include <endian.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "verbs/verbs_loc.h"
+
+#define POST_CHUNK 32          /* WRs translated per RNIC call */
+#define POLL_CHUNK 32
+/* The application polled a CQ this recently: it drives the RNIC, the
+ * progress thread stands back. */
+#define APP_BUSY_NS 50000ull
+
+static int send_wr_to_rnic(const struct ibv_send_wr *w, struct rnic_send_wr *r,
+			   struct rnic_sge *sge)
+{
+	if ((unsigned)w->opcode > IBV_WR_RDMA_READ || w->num_sge < 0 || w->num_sge > RNIC_MAX_SGE)
+		return EINVAL;
+	memset(r, 0, sizeof(*r));
+	r->wr_id = w->wr_id;
+	r->opcode = (enum rnic_wr_opcode)w->opcode;   /* same numbering */
+	r->send_flags = w->send_flags & (IBV_SEND_FENCE | IBV_SEND_SIGNALED |
+					 IBV_SEND_SOLICITED | IBV_SEND_INLINE);
+	if (w->opcode == IBV_WR_RDMA_WRITE_WITH_IMM || w->opcode == IBV_WR_SEND_WITH_IMM)
+		r->imm_data = be32toh(w->imm_data);
+	r->remote_addr = w->wr.rdma.remote_addr;
+	r->rkey = w->wr.rdma.rkey;
+	r->num_sge = w->num_sge;
+	r->sg_list = sge;
+	for (int i = 0; i < w->num_sge; i++)
+		sge[i] = (struct rnic_sge){ w->sg_list[i].addr, w->sg_list[i].length,
+					    w->sg_list[i].lkey };
+	return 0;
+}
+
+int verbs_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
+{
+	struct verbs_ctx *ctx = to_vctx(ibqp->context);
+	struct verbs_qp *qp = to_vqp(ibqp);
+	struct rnic_send_wr r[POST_CHUNK], *rbad;
+	struct rnic_sge sge[POST_CHUNK][RNIC_MAX_SGE];
+	struct ibv_send_wr *src[POST_CHUNK];
+	int err = 0;
+
+	while (wr && !err) {
+		int n = 0;
+
+		for (; wr && n < POST_CHUNK; wr = wr->next, n++) {
+			err = send_wr_to_rnic(wr, &r[n], sge[n]);
+			if (err)
+				break;
+			src[n] = wr;
+			if (n)
+				r[n - 1].next = &r[n];
+		}
+		if (n) {
+			pthread_mutex_lock(&ctx->lock);
+			int e = rnic_post_send(qp->rqp, r, &rbad);
+
+			verbs_progress_locked(ctx, rnic_now_ns());
+			pthread_mutex_unlock(&ctx->lock);
+			if (e) {
+				*bad = src[rbad - r];
+				return -e;
+			}
+		}
+		if (err)
+			*bad = wr;
+	}
+	return err;
+}
+
+int verbs_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
+{
+	struct verbs_ctx *ctx = to_vctx(ibqp->context);
+	struct verbs_qp *qp = to_vqp(ibqp);
+	struct rnic_recv_wr r[POST_CHUNK], *rbad;
+	struct rnic_sge sge[POST_CHUNK][RNIC_MAX_SGE];
+	struct ibv_recv_wr *src[POST_CHUNK];
+
+	while (wr) {
+		int n = 0, e;
+
+		for (; wr && n < POST_CHUNK; wr = wr->next, n++) {
+			if (wr->num_sge < 0 || wr->num_sge > RNIC_MAX_SGE) {
+				*bad = wr;
+				return EINVAL;
+			}
+			r[n] = (struct rnic_recv_wr){ .wr_id = wr->wr_id, .sg_list = sge[n],
+						      .num_sge = wr->num_sge };
+			for (int i = 0; i < wr->num_sge; i++)
+				sge[n][i] = (struct rnic_sge){ wr->sg_list[i].addr,
+							       wr->sg_list[i].length,
+							       wr->sg_list[i].lkey };
+			src[n] = wr;
+			if (n)
+				r[n - 1].next = &r[n];
+		}
+		pthread_mutex_lock(&ctx->lock);
+		e = rnic_post_recv(qp->rqp, r, &rbad);
+		pthread_mutex_unlock(&ctx->lock);
+		if (e) {
+			*bad = src[rbad - r];
+			return -e;
+		}
+	}
+	return 0;
+}
+
+int verbs_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
+{
+	*bad = wr;
+	return EOPNOTSUPP;
+}
+
+static void wc_to_ibv(const struct rnic_wc *r, struct ibv_wc *w)
+{
+	memset(w, 0, sizeof(*w));
+	w->wr_id = r->wr_id;
+	w->status = (enum ibv_wc_status)r->status;      /* same numbering */
+	w->opcode = (enum ibv_wc_opcode)r->opcode;
+	w->byte_len = r->byte_len;
+	w->qp_num = r->qp_num;
+	w->src_qp = r->src_qp;
+	w->wc_flags = r->wc_flags & IBV_WC_WITH_IMM;
+	if (r->wc_flags & RNIC_WC_WITH_IMM)
+		w->imm_data = htobe32(r->imm_data);
+}
+
+int verbs_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
+{
+	struct verbs_ctx *ctx = to_vctx(ibcq->context);
+	struct verbs_cq *cq = to_vcq(ibcq);
+	struct rnic_wc r[POLL_CHUNK];
+	uint64_t now = rnic_now_ns();
+	int got = 0;
+
+	atomic_store_explicit(&ctx->app_busy_until, now + APP_BUSY_NS, memory_order_relaxed);
+	pthread_mutex_lock(&ctx->lock);
+	verbs_progress_locked(ctx, now);
+	while (got < n) {
+		int want = n - got < POLL_CHUNK ? n - got : POLL_CHUNK;
+		int k = rnic_poll_cq(cq->rcq, want, r);
+
+		if (k < 0) {
+			got = got ? got : -1;      /* completions were lost */
+			break;
+		}
+		for (int i = 0; i < k; i++)
+			wc_to_ibv(&r[i], &wc[got + i]);
+		got += k;
+		if (k < want)
+			break;
+	}
+	pthread_mutex_unlock(&ctx->lock);
+	return got;
+}
+
+int verbs_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
+{
+	struct verbs_ctx *ctx = to_vctx(ibcq->context);
+
+	if (!ibcq->channel)
+		return EINVAL;
+	pthread_mutex_lock(&ctx->lock);
+	to_vcq(ibcq)->armed = 1;
+	pthread_mutex_unlock(&ctx->lock);
+	verbs_app_idle(ctx);
+	return 0;
+}
+
+/* ---- ibv_qp_ex: building WRs one call at a time --------------------------- */
+
+static struct verbs_qp *qpx_of(struct ibv_qp_ex *q) { return (struct verbs_qp *)q; }
+
+static struct rnic_send_wr *wr_new(struct ibv_qp_ex *q, enum rnic_wr_opcode op)
+{
+	struct verbs_qp *qp = qpx_of(q);
+	struct rnic_send_wr *w;
+
+	if (qp->nwr == qp->max_wr) {
+		qp->wr_err = qp->wr_err ? qp->wr_err : ENOMEM;
+		return NULL;
+	}
+	w = &qp->wr[qp->nwr];
+	memset(w, 0, sizeof(*w));
+	w->wr_id = q->wr_id;
+	w->opcode = op;
+	w->send_flags = q->wr_flags & (IBV_SEND_FENCE | IBV_SEND_SIGNALED | IBV_SEND_SOLICITED);
+	w->sg_list = &qp->sge[(size_t)qp->nwr * qp->max_sge];
+	qp->nwr++;
+	return w;
+}
+
+static struct rnic_send_wr *wr_last(struct ibv_qp_ex *q)
+{
+	struct verbs_qp *qp = qpx_of(q);
+
+	if (!qp->nwr) {
+		qp->wr_err = qp->wr_err ? qp->wr_err : EINVAL;
+		return NULL;
+	}
+	return &qp->wr[qp->nwr - 1];
+}
+
+static void wr_unsupported(struct ibv_qp_ex *q)
+{
+	struct verbs_qp *qp = qpx_of(q);
+
+	qp->wr_err = qp->wr_err ? qp->wr_err : EOPNOTSUPP;
+}
+
+static void wr_start(struct ibv_qp_ex *q)
+{
+	qpx_of(q)->nwr = 0;
+	qpx_of(q)->wr_err = 0;
+}
+
+static void wr_abort(struct ibv_qp_ex *q)
+{
+	qpx_of(q)->nwr = 0;
+	qpx_of(q)->wr_err = 0;
+}
+
+static int wr_complete(struct ibv_qp_ex *q)
+{
+	struct verbs_qp *qp = qpx_of(q);
+	struct verbs_ctx *ctx = to_vctx(q->qp_base.context);
+	struct rnic_send_wr *bad;
+	int err = qp->wr_err;
+
+	if (!err && qp->nwr) {
+		for (uint32_t i = 0; i + 1 < qp->nwr; i++)
+			qp->wr[i].next = &qp->wr[i + 1];
+		pthread_mutex_lock(&ctx->lock);
+		err = -rnic_post_send(qp->rqp, qp->wr, &bad);
+		verbs_progress_locked(ctx, rnic_now_ns());
+		pthread_mutex_unlock(&ctx->lock);
+	}
+	qp->nwr = 0;
+	qp->wr_err = 0;
+	return err;
+}
+
+static void wr_rdma_write(struct ibv_qp_ex *q, uint32_t rkey, uint64_t raddr)
+{
+	struct rnic_send_wr *w = wr_new(q, RNIC_WR_RDMA_WRITE);
+
+	if (w) {
+		w->rkey = rkey;
+		w->remote_addr = raddr;
+	}
+}
+
+static void wr_rdma_write_imm(struct ibv_qp_ex *q, uint32_t rkey, uint64_t raddr, __be32 imm)
+{
+	struct rnic_send_wr *w = wr_new(q, RNIC_WR_RDMA_WRITE_WITH_IMM);
+
+	if (w) {
+		w->rkey = rkey;
+		w->remote_addr = raddr;
+		w->imm_data = be32toh(imm);
+	}
+}
+
+static void wr_rdma_read(struct ibv_qp_ex *q, uint32_t rkey, uint64_t raddr)
+{
+	struct rnic_send_wr *w = wr_new(q, RNIC_WR_RDMA_READ);
+
+	if (w) {
+		w->rkey = rkey;
+		w->remote_addr = raddr;
+	}
+}
+
+static void wr_send(struct ibv_qp_ex *q)
+{
+	wr_new(q, RNIC_WR_SEND);
+}
+
+static void wr_send_imm(struct ibv_qp_ex *q, __be32 imm)
+{
+	struct rnic_send_wr *w = wr_new(q, RNIC_WR_SEND_WITH_IMM);
+
+	if (w)
+		w->imm_data = be32toh(imm);
+}
+
+static void wr_set_sge_list(struct ibv_qp_ex *q, size_t n, const struct ibv_sge *sg)
+{
+	struct verbs_qp *qp = qpx_of(q);
+	struct rnic_send_wr *w = wr_last(q);
+
+	if (!w)
+		return;
+	if (n > qp->max_sge) {
+		qp->wr_err = qp->wr_err ? qp->wr_err : EINVAL;
+		return;
+	}
+	for (size_t i = 0; i < n; i++)
+		w->sg_list[i] = (struct rnic_sge){ sg[i].addr, sg[i].length, sg[i].lkey };
+	w->num_sge = (int)n;
+}
+
+static void wr_set_sge(struct ibv_qp_ex *q, uint32_t lkey, uint64_t addr, uint32_t length)
+{
+	struct ibv_sge sg = { .addr = addr, .length = length, .lkey = lkey };
+
+	wr_set_sge_list(q, 1, &sg);
+}
+
+static void wr_set_inline_data_list(struct ibv_qp_ex *q, size_t n, const struct ibv_data_buf *buf)
+{
+	struct verbs_qp *qp = qpx_of(q);
+	struct rnic_send_wr *w = wr_last(q);
+	uint8_t *dst;
+	size_t len = 0;
+
+	if (!w)
+		return;
+	dst = qp->inl + (size_t)(w - qp->wr) * RNIC_MAX_INLINE;
+	for (size_t i = 0; i < n; i++) {
+		if (buf[i].length > qp->cap.max_inline_data - len) {
+			qp->wr_err = qp->wr_err ? qp->wr_err : ENOMEM;
+			return;
+		}
+		memcpy(dst + len, buf[i].addr, buf[i].length);
+		len += buf[i].length;
+	}
+	w->sg_list[0] = (struct rnic_sge){ (uint64_t)(uintptr_t)dst, (uint32_t)len, 0 };
+	w->num_sge = 1;
+	w->send_flags |= RNIC_SEND_INLINE;
+}
+
+static void wr_set_inline_data(struct ibv_qp_ex *q, void *addr, size_t length)
+{
+	struct ibv_data_buf b = { .addr = addr, .length = length };
+
+	wr_set_inline_data_list(q, 1, &b);
+}
+
+static void wr_atomic_cmp_swp(struct ibv_qp_ex *q, uint32_t rkey, uint64_t raddr,
+			      uint64_t compare, uint64_t swap)
+{
+	wr_unsupported(q);
+}
+
+static void wr_atomic_fetch_add(struct ibv_qp_ex *q, uint32_t rkey, uint64_t raddr, uint64_t add)
+{
+	wr_unsupported(q);
+}
+
+static void wr_bind_mw(struct ibv_qp_ex *q, struct ibv_mw *mw, uint32_t rkey,
+		       const struct ibv_mw_bind_info *info)
+{
+	wr_unsupported(q);
+}
+
+static void wr_local_inv(struct ibv_qp_ex *q, uint32_t rkey) { wr_unsupported(q); }
+static void wr_send_inv(struct ibv_qp_ex *q, uint32_t rkey) { wr_unsupported(q); }
+
+static void wr_send_tso(struct ibv_qp_ex *q, void *hdr, uint16_t hdr_sz, uint16_t mss)
+{
+	wr_unsupported(q);
+}
+
+static void wr_set_ud_addr(struct ibv_qp_ex *q, struct ibv_ah *ah, uint32_t qpn, uint32_t qkey)
+{
+	wr_unsupported(q);
+}
+
+static void wr_set_xrc_srqn(struct ibv_qp_ex *q, uint32_t srqn) { wr_unsupported(q); }
+
+static void wr_atomic_write(struct ibv_qp_ex *q, uint32_t rkey, uint64_t raddr, const void *wr)
+{
+	wr_unsupported(q);
+}
+
+int verbs_qp_ex_init(struct verbs_qp *qp)
+{
+	struct ibv_qp_ex *q = &qp->qpx;
+
+	qp->wr = calloc(qp->max_wr, sizeof(*qp->wr));
+	qp->sge = calloc((size_t)qp->max_wr * qp->max_sge, sizeof(*qp->sge));
+	qp->inl = calloc(qp->max_wr, RNIC_MAX_INLINE);
+	if (!qp->wr || !qp->sge || !qp->inl)
+		return ENOMEM;
+	q->wr_start = wr_start;
+	q->wr_complete = wr_complete;
+	q->wr_abort = wr_abort;
+	q->wr_rdma_write = wr_rdma_write;
+	q->wr_rdma_write_imm = wr_rdma_write_imm;
+	q->wr_rdma_read = wr_rdma_read;
+	q->wr_send = wr_send;
+	q->wr_send_imm = wr_send_imm;
+	q->wr_set_sge = wr_set_sge;
+	q->wr_set_sge_list = wr_set_sge_list;
+	q->wr_set_inline_data = wr_set_inline_data;
+	q->wr_set_inline_data_list = wr_set_inline_data_list;
+	q->wr_atomic_cmp_swp = wr_atomic_cmp_swp;
+	q->wr_atomic_fetch_add = wr_atomic_fetch_add;
+	q->wr_bind_mw = wr_bind_mw;
+	q->wr_local_inv = wr_local_inv;
+	q->wr_send_inv = wr_send_inv;
+	q->wr_send_tso = wr_send_tso;
+	q->wr_set_ud_addr = wr_set_ud_addr;
+	q->wr_set_xrc_srqn = wr_set_xrc_srqn;
+	q->wr_atomic_write = wr_atomic_write;
+	return 0;
+}
+
+void verbs_qp_ex_free(struct verbs_qp *qp)
+{
+	free(qp->wr);
+	free(qp->sge);
+	free(qp->inl);
+}

@@ -1,0 +1,498 @@
+/* test-verbs.c — the drop-in libibverbs, through the verbs API only (the
+ * program links the library from the tree, as an application would link
+ * Debian's): devices and queries, the QP state machine and its errors,
+ * SEND/WRITE/READ with immediates, inline data, the ibv_wr_* API,
+ * completion channels, and what is refused.  Two QPs of one device talk
+ * over loopback in a private network namespace.
+ */
+#include <endian.h>
+#include <errno.h>
+#include <net/if.h>
+#include <poll.h>
+#include <sched.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <infiniband/verbs.h>
+
+#define BUF 65536
+#define DEADLINE_NS 3000000000ll
+
+struct env {
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	struct ibv_cq *cq;
+	struct ibv_qp *a, *b;
+	struct ibv_mr *ma, *mb;
+	uint8_t *ba, *bb;
+	union ibv_gid gid;
+};
+
+static int lo_up(void)
+{
+	struct ifreq ifr;
+	int fd = socket(AF_INET, SOCK_DGRAM, 0), err = 0;
+
+	if (fd < 0)
+		return -1;
+	memset(&ifr, 0, sizeof(ifr));
+	strcpy(ifr.ifr_name, "lo");
+	if (ioctl(fd, SIOCGIFFLAGS, &ifr))
+		err = -1;
+	ifr.ifr_flags |= IFF_UP;
+	if (!err && ioctl(fd, SIOCSIFFLAGS, &ifr))
+		err = -1;
+	close(fd);
+	return err;
+}
+
+static int group_setup(void **state)
+{
+	if (unshare(CLONE_NEWNET) || lo_up()) {
+		fprintf(stderr, "test-verbs: cannot get a network namespace with lo up (run as root)\n");
+		return -1;
+	}
+	setenv("JK_VERBS_IFACES", "lo", 1);
+	return 0;
+}
+
+static int64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000ll + ts.tv_nsec;
+}
+
+static struct ibv_context *open_lo(void)
+{
+	int n = 0;
+	struct ibv_device **list = ibv_get_device_list(&n);
+	struct ibv_context *ctx;
+
+	assert_non_null(list);
+	assert_int_equal(n, 1);
+	assert_string_equal(ibv_get_device_name(list[0]), "jk_lo");
+	ctx = ibv_open_device(list[0]);
+	ibv_free_device_list(list);
+	assert_non_null(ctx);
+	return ctx;
+}
+
+static struct ibv_qp *new_qp(struct env *e, struct ibv_cq *cq, uint32_t inline_size)
+{
+	struct ibv_qp_init_attr ia = {
+		.send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC,
+		.cap = { .max_send_wr = 64, .max_recv_wr = 64, .max_send_sge = 4,
+			 .max_recv_sge = 4, .max_inline_data = inline_size },
+	};
+	struct ibv_qp *qp = ibv_create_qp(e->pd, &ia);
+
+	assert_non_null(qp);
+	return qp;
+}
+
+static int to_init(struct ibv_qp *qp)
+{
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1,
+				 .qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+						    IBV_ACCESS_LOCAL_WRITE };
+
+	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+			     IBV_QP_ACCESS_FLAGS);
+}
+
+static int to_rtr(struct env *e, struct ibv_qp *qp, uint32_t dqpn)
+{
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_RTR, .path_mtu = IBV_MTU_1024,
+				 .dest_qp_num = dqpn, .rq_psn = 100, .max_dest_rd_atomic = 4,
+				 .min_rnr_timer = 1 };
+
+	a.ah_attr.is_global = 1;
+	a.ah_attr.port_num = 1;
+	a.ah_attr.grh.dgid = e->gid;
+	a.ah_attr.grh.sgid_index = 1;
+	a.ah_attr.grh.hop_limit = 64;
+	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+			     IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
+			     IBV_QP_MIN_RNR_TIMER);
+}
+
+static int to_rts(struct ibv_qp *qp)
+{
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_RTS, .timeout = 14, .retry_cnt = 7,
+				 .rnr_retry = 7, .sq_psn = 100, .max_rd_atomic = 4 };
+
+	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+			     IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
+}
+
+static void connect_pair(struct env *e, struct ibv_qp *a, struct ibv_qp *b)
+{
+	assert_int_equal(to_init(a), 0);
+	assert_int_equal(to_init(b), 0);
+	assert_int_equal(to_rtr(e, a, b->qp_num), 0);
+	assert_int_equal(to_rtr(e, b, a->qp_num), 0);
+	assert_int_equal(to_rts(a), 0);
+	assert_int_equal(to_rts(b), 0);
+}
+
+static int setup(void **state)
+{
+	struct env *e = calloc(1, sizeof(*e));
+
+	e->ctx = open_lo();
+	assert_int_equal(ibv_query_gid(e->ctx, 1, 1, &e->gid), 0);
+	e->pd = ibv_alloc_pd(e->ctx);
+	assert_non_null(e->pd);
+	e->cq = ibv_create_cq(e->ctx, 256, NULL, NULL, 0);
+	assert_non_null(e->cq);
+	e->ba = calloc(1, BUF);
+	e->bb = calloc(1, BUF);
+	e->ma = ibv_reg_mr(e->pd, e->ba, BUF, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+			   IBV_ACCESS_REMOTE_READ);
+	e->mb = ibv_reg_mr(e->pd, e->bb, BUF, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+			   IBV_ACCESS_REMOTE_READ);
+	assert_non_null(e->ma);
+	assert_non_null(e->mb);
+	e->a = new_qp(e, e->cq, 128);
+	e->b = new_qp(e, e->cq, 128);
+	*state = e;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct env *e = *state;
+
+	assert_int_equal(ibv_destroy_qp(e->a), 0);
+	assert_int_equal(ibv_destroy_qp(e->b), 0);
+	assert_int_equal(ibv_dereg_mr(e->ma), 0);
+	assert_int_equal(ibv_dereg_mr(e->mb), 0);
+	assert_int_equal(ibv_destroy_cq(e->cq), 0);
+	assert_int_equal(ibv_dealloc_pd(e->pd), 0);
+	assert_int_equal(ibv_close_device(e->ctx), 0);
+	free(e->ba);
+	free(e->bb);
+	free(e);
+	return 0;
+}
+
+/* Polls CQ until N completions or the deadline; returns how many. */
+static int poll_n(struct ibv_cq *cq, int n, struct ibv_wc *wc)
+{
+	int64_t end = now_ns() + DEADLINE_NS;
+	int got = 0;
+
+	while (got < n && now_ns() < end) {
+		int k = ibv_poll_cq(cq, n - got, wc + got);
+
+		assert_true(k >= 0);
+		got += k;
+	}
+	return got;
+}
+
+static void post_recv(struct ibv_qp *qp, struct ibv_mr *mr, void *buf, uint32_t len, uint64_t id)
+{
+	struct ibv_sge sg = { .addr = (uintptr_t)buf, .length = len, .lkey = mr->lkey };
+	struct ibv_recv_wr wr = { .wr_id = id, .sg_list = &sg, .num_sge = 1 }, *bad;
+
+	assert_int_equal(ibv_post_recv(qp, &wr, &bad), 0);
+}
+
+static void test_device_and_queries(void **state)
+{
+	struct env *e = *state;
+	struct ibv_port_attr pa;
+	struct ibv_device_attr da;
+	struct ibv_gid_entry ge;
+	union ibv_gid g0;
+	__be16 pkey;
+	static const uint8_t v4[16] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 127, 0, 0, 1 };
+
+	assert_int_equal(ibv_query_port(e->ctx, 1, &pa), 0);
+	assert_int_equal(pa.state, IBV_PORT_ACTIVE);
+	assert_int_equal(pa.link_layer, IBV_LINK_LAYER_ETHERNET);
+	assert_int_equal(pa.gid_tbl_len, 2);
+	assert_int_not_equal(ibv_query_port(e->ctx, 2, &pa), 0);
+	assert_int_equal(ibv_query_device(e->ctx, &da), 0);
+	assert_int_equal(da.phys_port_cnt, 1);
+	assert_true(da.max_qp_wr >= 64);
+	assert_memory_equal(e->gid.raw, v4, 16);
+	assert_int_equal(ibv_query_gid(e->ctx, 1, 0, &g0), 0);
+	assert_int_equal(g0.raw[0], 0xfe);
+	assert_int_equal(g0.raw[1], 0x80);
+	assert_int_not_equal(ibv_query_gid(e->ctx, 1, 2, &g0), 0);
+	assert_int_equal(ibv_query_gid_ex(e->ctx, 1, 1, &ge, 0), 0);
+	assert_int_equal(ge.gid_type, IBV_GID_TYPE_ROCE_V2);
+	assert_memory_equal(ge.gid.raw, v4, 16);
+	assert_int_equal(ibv_query_pkey(e->ctx, 1, 0, &pkey), 0);
+	assert_int_equal(be16toh(pkey), 0xffff);
+}
+
+static void test_modify_qp_refuses_as_rdma_core(void **state)
+{
+	struct env *e = *state;
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_RTR };
+	struct ibv_qp_init_attr ia;
+
+	/* RESET -> RTR is not a transition */
+	assert_int_equal(ibv_modify_qp(e->a, &a, IBV_QP_STATE), EINVAL);
+	/* INIT without the port */
+	a.qp_state = IBV_QPS_INIT;
+	assert_int_equal(ibv_modify_qp(e->a, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+				       IBV_QP_ACCESS_FLAGS), EINVAL);
+	/* a Q_Key means nothing to an RC QP */
+	a.port_num = 1;
+	assert_int_equal(ibv_modify_qp(e->a, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+				       IBV_QP_ACCESS_FLAGS | IBV_QP_QKEY), EINVAL);
+	/* a wrong current state */
+	a.cur_qp_state = IBV_QPS_RTS;
+	assert_int_equal(ibv_modify_qp(e->a, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+				       IBV_QP_ACCESS_FLAGS | IBV_QP_CUR_STATE), EINVAL);
+	assert_int_equal(ibv_query_qp(e->a, &a, IBV_QP_STATE, &ia), 0);
+	assert_int_equal(a.qp_state, IBV_QPS_RESET);
+	assert_int_equal(to_init(e->a), 0);
+	/* RoCE needs a GRH */
+	a = (struct ibv_qp_attr){ .qp_state = IBV_QPS_RTR, .path_mtu = IBV_MTU_1024,
+				  .dest_qp_num = e->b->qp_num, .max_dest_rd_atomic = 1 };
+	assert_int_equal(ibv_modify_qp(e->a, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+				       IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
+				       IBV_QP_MIN_RNR_TIMER), EINVAL);
+	assert_int_equal(ibv_query_qp(e->a, &a, IBV_QP_STATE, &ia), 0);
+	assert_int_equal(a.qp_state, IBV_QPS_INIT);
+	assert_int_equal(e->a->state, IBV_QPS_INIT);
+	assert_int_equal(ia.cap.max_send_wr, 64);
+	assert_int_equal(ia.cap.max_inline_data, 128);
+}
+
+static void test_send_write_read_with_imm(void **state)
+{
+	struct env *e = *state;
+	struct ibv_wc wc[4];
+	struct ibv_sge sg = { .addr = (uintptr_t)e->ba, .length = 5000, .lkey = e->ma->lkey };
+	struct ibv_send_wr wr = { .wr_id = 7, .sg_list = &sg, .num_sge = 1,
+				  .opcode = IBV_WR_SEND_WITH_IMM, .send_flags = IBV_SEND_SIGNALED,
+				  .imm_data = htobe32(0x12345678) }, *bad;
+	struct ibv_qp_attr qa;
+	struct ibv_qp_init_attr ia;
+
+	connect_pair(e, e->a, e->b);
+	assert_int_equal(ibv_query_qp(e->b, &qa, IBV_QP_STATE, &ia), 0);
+	assert_int_equal(qa.qp_state, IBV_QPS_RTS);
+	assert_int_equal(qa.dest_qp_num, e->a->qp_num);
+	for (int i = 0; i < 5000; i++)
+		e->ba[i] = (uint8_t)(i * 7);
+	post_recv(e->b, e->mb, e->bb, BUF, 9);
+	assert_int_equal(ibv_post_send(e->a, &wr, &bad), 0);
+	assert_int_equal(poll_n(e->cq, 2, wc), 2);
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(wc[i].status, IBV_WC_SUCCESS);
+		if (wc[i].wr_id == 9) {
+			assert_int_equal(wc[i].opcode, IBV_WC_RECV);
+			assert_int_equal(wc[i].byte_len, 5000);
+			assert_true(wc[i].wc_flags & IBV_WC_WITH_IMM);
+			assert_int_equal(be32toh(wc[i].imm_data), 0x12345678);
+			assert_int_equal(wc[i].qp_num, e->b->qp_num);
+		} else {
+			assert_int_equal(wc[i].wr_id, 7);
+			assert_int_equal(wc[i].opcode, IBV_WC_SEND);
+		}
+	}
+	assert_memory_equal(e->ba, e->bb, 5000);
+
+	/* WRITE into b, then READ it back into a's second half */
+	memset(e->ba, 0xab, 3000);
+	wr = (struct ibv_send_wr){ .wr_id = 10, .sg_list = &sg, .num_sge = 1,
+				   .opcode = IBV_WR_RDMA_WRITE, .send_flags = IBV_SEND_SIGNALED };
+	sg.length = 3000;
+	wr.wr.rdma.remote_addr = (uintptr_t)e->bb + 1000;
+	wr.wr.rdma.rkey = e->mb->rkey;
+	assert_int_equal(ibv_post_send(e->a, &wr, &bad), 0);
+	assert_int_equal(poll_n(e->cq, 1, wc), 1);
+	assert_int_equal(wc[0].status, IBV_WC_SUCCESS);
+	assert_int_equal(wc[0].opcode, IBV_WC_RDMA_WRITE);
+	assert_int_equal(e->bb[1000], 0xab);
+	assert_int_equal(e->bb[3999], 0xab);
+	sg.addr = (uintptr_t)e->ba + 32768;
+	wr.wr_id = 11;
+	wr.opcode = IBV_WR_RDMA_READ;
+	assert_int_equal(ibv_post_send(e->a, &wr, &bad), 0);
+	assert_int_equal(poll_n(e->cq, 1, wc), 1);
+	assert_int_equal(wc[0].status, IBV_WC_SUCCESS);
+	assert_int_equal(wc[0].opcode, IBV_WC_RDMA_READ);
+	assert_memory_equal(e->ba + 32768, e->bb + 1000, 3000);
+
+	/* a bad lkey completes in error, as hardware reports it */
+	sg.lkey = 0xdead00;
+	wr.wr_id = 12;
+	wr.opcode = IBV_WR_RDMA_WRITE;
+	assert_int_equal(ibv_post_send(e->a, &wr, &bad), 0);
+	assert_int_equal(poll_n(e->cq, 1, wc), 1);
+	assert_int_equal(wc[0].wr_id, 12);
+	assert_int_equal(wc[0].status, IBV_WC_LOC_PROT_ERR);
+}
+
+static void test_inline_copies_at_post(void **state)
+{
+	struct env *e = *state;
+	struct ibv_wc wc[2];
+	char msg[100];
+	struct ibv_sge sg = { .addr = (uintptr_t)msg, .length = sizeof(msg), .lkey = 0 };
+	struct ibv_send_wr wr = { .wr_id = 1, .sg_list = &sg, .num_sge = 1, .opcode = IBV_WR_SEND,
+				  .send_flags = IBV_SEND_SIGNALED | IBV_SEND_INLINE }, *bad;
+	struct ibv_qp_init_attr big = { .send_cq = e->cq, .recv_cq = e->cq, .qp_type = IBV_QPT_RC,
+					.cap = { .max_send_wr = 4, .max_recv_wr = 4,
+						 .max_send_sge = 1, .max_recv_sge = 1,
+						 .max_inline_data = 4096 } };
+
+	assert_null(ibv_create_qp(e->pd, &big));
+	assert_int_equal(errno, EINVAL);
+	connect_pair(e, e->a, e->b);
+	memset(msg, 'x', sizeof(msg));
+	post_recv(e->b, e->mb, e->bb, BUF, 2);
+	/* not registered (lkey 0), and overwritten right after the post */
+	assert_int_equal(ibv_post_send(e->a, &wr, &bad), 0);
+	memset(msg, 'y', sizeof(msg));
+	assert_int_equal(poll_n(e->cq, 2, wc), 2);
+	assert_int_equal(wc[0].status, IBV_WC_SUCCESS);
+	assert_int_equal(wc[1].status, IBV_WC_SUCCESS);
+	for (int i = 0; i < (int)sizeof(msg); i++)
+		assert_int_equal(e->bb[i], 'x');
+	/* more than max_inline_data: refused at post */
+	sg.length = 129;
+	assert_int_equal(ibv_post_send(e->a, &wr, &bad), EINVAL);
+	assert_ptr_equal(bad, &wr);
+}
+
+static void test_wr_api(void **state)
+{
+	struct env *e = *state;
+	struct ibv_qp_init_attr_ex ia = {
+		.send_cq = e->cq, .recv_cq = e->cq, .qp_type = IBV_QPT_RC,
+		.cap = { .max_send_wr = 16, .max_recv_wr = 16, .max_send_sge = 2,
+			 .max_recv_sge = 2, .max_inline_data = 64 },
+		.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
+		.pd = e->pd,
+		.send_ops_flags = IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_SEND,
+	};
+	struct ibv_qp *qp = ibv_create_qp_ex(e->ctx, &ia);
+	struct ibv_qp_ex *qx;
+	struct ibv_wc wc[3];
+	char hello[] = "hello, verbs";
+
+	assert_non_null(qp);
+	assert_null(ibv_qp_to_qp_ex(e->a));
+	qx = ibv_qp_to_qp_ex(qp);
+	assert_non_null(qx);
+	connect_pair(e, qp, e->b);
+	memset(e->ba, 0x5a, 2048);
+	post_recv(e->b, e->mb, e->bb + 8192, 1024, 3);
+	ibv_wr_start(qx);
+	qx->wr_id = 1;
+	qx->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_rdma_write(qx, e->mb->rkey, (uintptr_t)e->bb);
+	ibv_wr_set_sge(qx, e->ma->lkey, (uintptr_t)e->ba, 2048);
+	qx->wr_id = 2;
+	ibv_wr_send(qx);
+	ibv_wr_set_inline_data(qx, hello, sizeof(hello));
+	assert_int_equal(ibv_wr_complete(qx), 0);
+	assert_int_equal(poll_n(e->cq, 3, wc), 3);
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(wc[i].status, IBV_WC_SUCCESS);
+	assert_memory_equal(e->bb, e->ba, 2048);
+	assert_string_equal((char *)e->bb + 8192, hello);
+	/* an atomic is not offered: the whole batch is refused */
+	ibv_wr_start(qx);
+	ibv_wr_atomic_fetch_add(qx, e->mb->rkey, (uintptr_t)e->bb, 1);
+	assert_int_equal(ibv_wr_complete(qx), EOPNOTSUPP);
+	assert_int_equal(ibv_destroy_qp(qp), 0);
+}
+
+static void test_completion_channel(void **state)
+{
+	struct env *e = *state;
+	struct ibv_comp_channel *ch = ibv_create_comp_channel(e->ctx);
+	struct ibv_cq *rcq, *ev_cq;
+	struct ibv_qp *rx;
+	struct ibv_wc wc;
+	struct pollfd p;
+	void *ev_ctx;
+	int tag;
+	struct ibv_sge sg = { .addr = (uintptr_t)e->ba, .length = 64, .lkey = e->ma->lkey };
+	struct ibv_send_wr wr = { .wr_id = 1, .sg_list = &sg, .num_sge = 1, .opcode = IBV_WR_SEND },
+			   *bad;
+
+	assert_non_null(ch);
+	rcq = ibv_create_cq(e->ctx, 16, &tag, ch, 0);
+	assert_non_null(rcq);
+	assert_int_equal(ibv_destroy_comp_channel(ch), EBUSY);
+	rx = new_qp(e, rcq, 0);
+	connect_pair(e, e->a, rx);
+	post_recv(rx, e->mb, e->bb, 64, 5);
+	assert_int_equal(ibv_req_notify_cq(rcq, 0), 0);
+	p = (struct pollfd){ .fd = ch->fd, .events = POLLIN };
+	assert_int_equal(poll(&p, 1, 0), 0);            /* nothing yet */
+	assert_int_equal(ibv_post_send(e->a, &wr, &bad), 0);
+	/* the application sleeps: the progress thread must deliver */
+	assert_int_equal(poll(&p, 1, 3000), 1);
+	assert_int_equal(ibv_get_cq_event(ch, &ev_cq, &ev_ctx), 0);
+	assert_ptr_equal(ev_cq, rcq);
+	assert_ptr_equal(ev_ctx, &tag);
+	assert_int_equal(ibv_poll_cq(rcq, 1, &wc), 1);
+	assert_int_equal(wc.wr_id, 5);
+	ibv_ack_cq_events(rcq, 1);
+	assert_int_equal(ibv_destroy_qp(rx), 0);
+	assert_int_equal(ibv_destroy_cq(rcq), 0);
+	assert_int_equal(ibv_destroy_comp_channel(ch), 0);
+}
+
+static void test_refused_and_misc(void **state)
+{
+	struct env *e = *state;
+	struct ibv_srq_init_attr sa = { .attr = { .max_wr = 4, .max_sge = 1 } };
+	struct ibv_qp_init_attr ud = { .send_cq = e->cq, .recv_cq = e->cq, .qp_type = IBV_QPT_UD,
+				       .cap = { .max_send_wr = 1, .max_recv_wr = 1 } };
+
+	errno = 0;
+	assert_null(ibv_create_srq(e->pd, &sa));
+	assert_int_equal(errno, EOPNOTSUPP);
+	errno = 0;
+	assert_null(ibv_create_qp(e->pd, &ud));
+	assert_int_equal(errno, EOPNOTSUPP);
+	assert_null(ibv_reg_mr_iova(e->pd, e->ba, 4096, 0x1000, IBV_ACCESS_LOCAL_WRITE));
+	assert_null(ibv_reg_mr(e->pd, e->ba, 4096, IBV_ACCESS_REMOTE_WRITE));   /* no LOCAL_WRITE */
+	assert_null(ibv_create_cq(e->ctx, 1 << 20, NULL, NULL, 0));
+	assert_int_equal(ibv_fork_init(), 0);
+	assert_int_equal(ibv_is_fork_initialized(), IBV_FORK_UNNEEDED);
+	assert_string_equal(ibv_wc_status_str(IBV_WC_RETRY_EXC_ERR), "transport retry counter exceeded");
+	assert_string_equal(ibv_port_state_str(IBV_PORT_ACTIVE), "PORT_ACTIVE");
+	assert_int_equal(ibv_rate_to_mbps(IBV_RATE_25_GBPS), 25781);
+	assert_int_equal(mbps_to_ibv_rate(100000 + 3125), IBV_RATE_100_GBPS);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_device_and_queries, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_modify_qp_refuses_as_rdma_core, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_send_write_read_with_imm, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_inline_copies_at_post, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_wr_api, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_completion_channel, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_refused_and_misc, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, group_setup, NULL);
+}
