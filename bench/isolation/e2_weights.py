@@ -14,7 +14,12 @@ both greedy; the two together within ±5% of R; and the class left alone
 reaches 90% of R within 1 s of the other stopping (the DHTB is
 work-conserving).  The RDMA sender runs DCQCN with the RNIC's defaults.
 
-    e2_weights.py [--out DIR] [--quick] [--prefix P] [--rate MBIT]
+With --rdma-tool ib_write_bw the RDMA sender is Debian's unmodified
+ib_write_bw over the drop-in libibverbs (docs/verbs.md) instead of
+jk_write_bw: the same DHTB, the same soft RNIC, an application that knows
+nothing of either.
+
+    e2_weights.py [--out DIR] [--quick] [--prefix P] [--rate MBIT] [--rdma-tool TOOL]
 """
 import os
 import sys
@@ -63,13 +68,17 @@ def takeover(data, t_stop_nominal, gone, left, rate_mbit, end):
     return None
 
 
-def run(outdir, quick=False, prefix="e2x", rate_mbit=200):
+def run(outdir, quick=False, prefix="e2x", rate_mbit=200, rdma_tool="jk_write_bw"):
     os.makedirs(outdir, exist_ok=True)
     d, extra, settle = (6, 3, 2) if quick else (12, 4, 3)
     v = iso.Verdict("E2", outdir)
-    iso.log("E2 weights: RDMA vs TCP in one vNIC of %d Mbit/s at 1:1, 3:1, 1:3, %d s each" % (rate_mbit, d))
+    if rdma_tool not in ("jk_write_bw", "ib_write_bw"):
+        raise iso.ExperimentError("--rdma-tool: jk_write_bw or ib_write_bw, not %r" % rdma_tool)
+    iso.log("E2 weights: RDMA (%s) vs TCP in one vNIC of %d Mbit/s at 1:1, 3:1, 1:3, %d s each"
+            % (rdma_tool, rate_mbit, d))
     runs = []
     with iso.Lab(prefix, topo(rate_mbit), outdir) as lab:
+        lab.rdma_tool = rdma_tool
         samp = iso.Sampler(lab, ["h1", "h2"], os.path.join(outdir, "samples.csv"))
         for i, (wr, wt, first) in enumerate(WEIGHTS):
             d_rdma = d + (extra if first == "tcp" else 0)
@@ -113,11 +122,14 @@ def run(outdir, quick=False, prefix="e2x", rate_mbit=200):
     iso.add_total_column(table, [(2, 3)], ["total"])
     iso.plot(os.path.join(outdir, "e2.png"), "E2: RDMA vs TCP in one %d Mbit/s vNIC" % rate_mbit, table,
              ["RDMA", "TCP", "total"], marks=[(r[3], "%d:%d" % (r[0], r[1])) for r in runs])
-    return v.line("; ".join(summary) + " (rate %d Mbit/s)" % rate_mbit)
+    return v.line("; ".join(summary) + " (rate %d Mbit/s, %s)" % (rate_mbit, rdma_tool))
 
 
 def main():
-    return iso.cli(__doc__, "e2", run, [("--rate", int, 200, "Mbit/s per vNIC", "rate_mbit")])
+    return iso.cli(__doc__, "e2", run, [("--rate", int, 200, "Mbit/s per vNIC", "rate_mbit"),
+                                        ("--rdma-tool", str, "jk_write_bw",
+                                         "jk_write_bw, or Debian's ib_write_bw over the drop-in libibverbs",
+                                         "rdma_tool")])
 
 
 if __name__ == "__main__":

@@ -118,13 +118,14 @@ class Lab:
             raise ExperimentError("%s: %s: %s" % (name, " ".join(cmd), (r.stderr or r.stdout).strip()[-400:]))
         return r
 
-    def start(self, name, cmd, logname):
+    def start(self, name, cmd, logname, env=None):
         """Starts cmd in namespace name; its PID is the command's own.  Its
         output goes to logs/NN-logname (NN: the how-manieth start)."""
         self.started = getattr(self, "started", 0) + 1
         f = open(os.path.join(self.outdir, "logs", "%02d-%s" % (self.started, logname)), "w")
         p = subprocess.Popen(["ip", "netns", "exec", self.ns(name)] + cmd,
-                             stdout=f, stderr=subprocess.STDOUT, preexec_fn=self.in_cgroup(name))
+                             stdout=f, stderr=subprocess.STDOUT, preexec_fn=self.in_cgroup(name),
+                             env=dict(os.environ, **env) if env else None)
         p.logfile = f.name
         self.procs.append(p)
         return p
@@ -157,17 +158,31 @@ class Lab:
         return self.start(name, ["iperf3", "-c", dst, "-p", str(port), "-t", str(seconds),
                                  "-P", str(streams), "-J"], "iperf3-c-%s-%d.json" % (name, port))
 
+    # The RDMA generator: our jk_write_bw (default), or Debian's unmodified
+    # ib_write_bw over the drop-in libibverbs (rdma_tool = "ib_write_bw";
+    # a --dcqcn=X argument then travels as JK_RNIC_DCQCN=X).
+    rdma_tool = "jk_write_bw"
+
+    def rdma_cmd(self, seconds, qps, port, extra, client):
+        if self.rdma_tool == "ib_write_bw":
+            dcqcn = [e.split("=", 1)[1] for e in extra if e.startswith("--dcqcn=")]
+            rest = [e for e in extra if not e.startswith("--dcqcn=")]
+            cmd = [os.path.join(BIN, "jakiro-verbs"), "ib_write_bw", "-x", "1", "-D", str(seconds),
+                   "-q", str(qps), "-p", str(port)] + rest
+            return cmd, ({"JK_RNIC_DCQCN": dcqcn[-1]} if dcqcn else None)
+        cmd = [os.path.join(BIN, "jk_write_bw"), "-d", "eth0", "-D", str(seconds),
+               "-q", str(qps), "-p", str(port)] + (["--stats"] if client else []) + list(extra)
+        return cmd, None
+
     def rdma_server(self, name, seconds, qps=1, port=PERF_PORT, extra=()):
-        p = self.start(name, [os.path.join(BIN, "jk_write_bw"), "-d", "eth0", "-D", str(seconds),
-                              "-q", str(qps), "-p", str(port)] + list(extra),
-                       "rdma-s-%s-%d.log" % (name, port))
+        cmd, env = self.rdma_cmd(seconds, qps, port, extra, False)
+        p = self.start(name, cmd, "rdma-s-%s-%d.log" % (name, port), env)
         self.wait_listen(name, port)
         return p
 
     def rdma_client(self, name, dst, seconds, qps=1, port=PERF_PORT, extra=()):
-        return self.start(name, [os.path.join(BIN, "jk_write_bw"), "-d", "eth0", "-D", str(seconds),
-                                 "-q", str(qps), "-p", str(port), "--stats"] + list(extra) + [dst],
-                          "rdma-c-%s-%d.log" % (name, port))
+        cmd, env = self.rdma_cmd(seconds, qps, port, extra, True)
+        return self.start(name, cmd + [dst], "rdma-c-%s-%d.log" % (name, port), env)
 
 
 def finish(procs, deadline_s):
