@@ -186,6 +186,7 @@ VERBS_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
 	}
 	ctx->dev = d;
 	ctx->kick_fd = -1;
+	ctx->ep_fd = -1;
 	ctx->vctx.context.async_fd = -1;
 	ctx->vctx.context.cmd_fd = -1;
 	err = rnic_open(d->ifname, &ctx->rnic);

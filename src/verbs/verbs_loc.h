@@ -57,7 +57,16 @@ struct verbs_ctx {
 	int thread_running;
 	int kick_fd;                  /* eventfd: wakes the thread */
 	atomic_int stop;
-	atomic_uint_fast64_t app_busy_until;  /* the application drives until then */
+	/* Who drives (verbs_progress.c): APP_IDLE, APP_SPINS, APP_GRACE. */
+	atomic_int app_state;
+	atomic_uint poll_count;       /* ibv_poll_cq calls, for the thread's check */
+	int ep_fd;                    /* the thread's epoll set: kick, and the RNIC when watched */
+};
+
+enum {
+	APP_IDLE,    /* the progress thread drives (packets wake it) */
+	APP_SPINS,   /* the application polls an empty CQ: it drives */
+	APP_GRACE,   /* it just took a completion: it drives if it polls again soon */
 };
 
 struct verbs_pd {
@@ -135,6 +144,8 @@ void verbs_progress_kick(struct verbs_ctx *ctx);
 /* The application is about to sleep (waiting for an event): the thread
  * takes over at once. */
 void verbs_app_idle(struct verbs_ctx *ctx);
+/* After each ibv_poll_cq: GOT completions were taken. */
+void verbs_app_polled(struct verbs_ctx *ctx, int got);
 /* Runs the RNIC once and raises completion events; caller holds ctx->lock. */
 void verbs_progress_locked(struct verbs_ctx *ctx, uint64_t now_ns);
 void verbs_notify_cqs(struct verbs_ctx *ctx);

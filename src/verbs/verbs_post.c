@@ -17,9 +17,6 @@
 
 #define POST_CHUNK 32          /* WRs translated per RNIC call */
 #define POLL_CHUNK 32
-/* The application polled a CQ this recently: it drives the RNIC, the
- * progress thread stands back. */
-#define APP_BUSY_NS 50000ull
 
 static int send_wr_to_rnic(const struct ibv_send_wr *w, struct rnic_send_wr *r,
 			   struct rnic_sge *sge)
@@ -145,7 +142,6 @@ int verbs_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 	uint64_t now = rnic_now_ns();
 	int got = 0;
 
-	atomic_store_explicit(&ctx->app_busy_until, now + APP_BUSY_NS, memory_order_relaxed);
 	pthread_mutex_lock(&ctx->lock);
 	verbs_progress_locked(ctx, now);
 	while (got < n) {
@@ -163,6 +159,7 @@ int verbs_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 			break;
 	}
 	pthread_mutex_unlock(&ctx->lock);
+	verbs_app_polled(ctx, got);
 	return got;
 }
 

@@ -4,22 +4,36 @@
  * client drives the RNIC through ibv_poll_cq (which runs it inline), but a
  * server that only waits on a TCP socket (ib_write_bw's, whose memory the
  * peer writes) or sleeps in ibv_get_cq_event must still be answered.  So
- * each context has one progress thread:
+ * each context has one progress thread, asleep in epoll_wait() on a kick
+ * eventfd and, when it is the driver, the RNIC's receive descriptor:
  *
- *   - it sleeps in ppoll() on the RNIC's receive descriptor, a kick
- *     eventfd (a QP or CQ changed) and the RNIC's next timer;
- *   - while the application has polled a CQ in the last APP_BUSY_NS (50 us,
- *     verbs_post.c) it stands back and waits on the kick only, so that a
- *     polling application and the thread do not wake each other per packet;
- *   - it runs the RNIC under the context's lock and raises completion
- *     events for armed CQs (verbs_notify_cqs).
+ *   APP_IDLE   the thread drives: a packet or the RNIC's next timer wakes
+ *              it, it runs the RNIC under the context's lock;
+ *   APP_SPINS  the application polls an empty CQ: ibv_poll_cq runs the
+ *              RNIC inline, and the thread does not even watch for packets
+ *              (woken per packet it would take the CPU and the lock from
+ *              the spinning program; on a busy machine a wake-up costs the
+ *              program a scheduler slice: milliseconds at p99);
+ *   APP_GRACE  the application just took a completion and may go elsewhere
+ *              (perftest's write_lat spins on memory the peer writes): the
+ *              thread watches for packets again, and the first one makes it
+ *              the driver.  Polling an empty CQ again returns to APP_SPINS.
+ *
+ * The application's side moves the RNIC's descriptor in and out of the
+ * thread's epoll set (epoll_ctl: no wake-up unless a packet is waiting),
+ * two calls per completion taken while spinning.  ibv_req_notify_cq and
+ * ibv_get_cq_event hand over at once (APP_IDLE).  A program that stops
+ * calling for good in APP_SPINS or APP_GRACE is noticed within
+ * SPIN_CHECK_NS (10 ms) by the poll count standing still.  Completion
+ * events for armed CQs are raised after every RNIC run, by whichever side
+ * ran it (verbs_notify_cqs).
  *
  * Cost: one thread per open context, asleep while idle.
  */
 #include <errno.h>
-#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
@@ -27,6 +41,9 @@
 
 #define IDLE_MAX_NS   100000000ull   /* re-check at least every 100 ms */
 #define STALL_NS      50000ull       /* work due but nothing moved: wait this */
+#define SPIN_CHECK_NS 10000000ull    /* a spinning application still polls? */
+#define KEY_KICK      1
+#define KEY_RNIC      2
 
 static void channel_push(struct verbs_channel *ch, struct verbs_cq *cq)
 {
@@ -89,40 +106,82 @@ void verbs_progress_kick(struct verbs_ctx *ctx)
 		(void)!write(ctx->kick_fd, &one, sizeof(one));
 }
 
+/* The RNIC's descriptor in or out of the thread's epoll set.  Adding a
+ * descriptor with packets waiting wakes the thread at once. */
+static void watch_rnic(struct verbs_ctx *ctx, int on)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.u32 = KEY_RNIC };
+
+	(void)epoll_ctl(ctx->ep_fd, on ? EPOLL_CTL_ADD : EPOLL_CTL_DEL, rnic_fd(ctx->rnic), &ev);
+}
+
 void verbs_app_idle(struct verbs_ctx *ctx)
 {
-	atomic_store_explicit(&ctx->app_busy_until, 0, memory_order_relaxed);
+	if (atomic_exchange(&ctx->app_state, APP_IDLE) == APP_SPINS)
+		watch_rnic(ctx, 1);
 	verbs_progress_kick(ctx);
 }
 
-static void wait_for(struct pollfd *p, int n, uint64_t ns)
+void verbs_app_polled(struct verbs_ctx *ctx, int got)
 {
-	struct timespec ts = { .tv_sec = (time_t)(ns / 1000000000ull),
-			       .tv_nsec = (long)(ns % 1000000000ull) };
+	int st = atomic_load_explicit(&ctx->app_state, memory_order_relaxed);
+
+	atomic_fetch_add_explicit(&ctx->poll_count, 1, memory_order_relaxed);
+	if (!got && st != APP_SPINS) {
+		if (atomic_compare_exchange_strong(&ctx->app_state, &st, APP_SPINS))
+			watch_rnic(ctx, 0);
+	} else if (got && st == APP_SPINS) {
+		if (atomic_compare_exchange_strong(&ctx->app_state, &st, APP_GRACE))
+			watch_rnic(ctx, 1);
+	}
+}
+
+/* Sleeps in epoll_wait() at most NS; returns whether the RNIC's descriptor
+ * turned readable.  A kick is consumed. */
+static int wait_for(struct verbs_ctx *ctx, uint64_t ns)
+{
+	struct epoll_event ev[2];
+	int ms = (int)((ns + 999999) / 1000000), n, rx = 0;
 	uint64_t drain;
 
-	if (ppoll(p, (nfds_t)n, &ts, NULL) > 0 && (p[n - 1].revents & POLLIN))
-		(void)!read(p[n - 1].fd, &drain, sizeof(drain));
+	n = epoll_wait(ctx->ep_fd, ev, 2, ms);
+	for (int i = 0; i < n; i++) {
+		if (ev[i].data.u32 == KEY_KICK)
+			(void)!read(ctx->kick_fd, &drain, sizeof(drain));
+		else
+			rx = 1;
+	}
+	return rx;
+}
+
+/* In APP_SPINS or APP_GRACE: a packet in APP_GRACE makes the thread the
+ * driver; a poll count standing still for SPIN_CHECK_NS too. */
+static void stand_back(struct verbs_ctx *ctx)
+{
+	unsigned polls = atomic_load(&ctx->poll_count);
+	int rx = wait_for(ctx, SPIN_CHECK_NS);
+	int st = atomic_load(&ctx->app_state);
+
+	if ((st == APP_GRACE && rx) || (st != APP_IDLE && atomic_load(&ctx->poll_count) == polls &&
+					!rx)) {
+		if (atomic_compare_exchange_strong(&ctx->app_state, &st, APP_IDLE) && st == APP_SPINS)
+			watch_rnic(ctx, 1);
+	}
 }
 
 static void *progress_main(void *arg)
 {
 	struct verbs_ctx *ctx = arg;
-	struct pollfd p[2] = {
-		{ .fd = rnic_fd(ctx->rnic), .events = POLLIN },
-		{ .fd = ctx->kick_fd, .events = POLLIN },
-	};
 
 	while (!atomic_load(&ctx->stop)) {
-		uint64_t now = rnic_now_ns();
-		uint64_t busy = atomic_load_explicit(&ctx->app_busy_until, memory_order_relaxed);
-		uint64_t due;
+		uint64_t now, due;
 		int moved;
 
-		if (now < busy) {
-			wait_for(&p[1], 1, busy - now);
+		if (atomic_load(&ctx->app_state) != APP_IDLE) {
+			stand_back(ctx);
 			continue;
 		}
+		now = rnic_now_ns();
 		pthread_mutex_lock(&ctx->lock);
 		moved = rnic_progress(ctx->rnic, now);
 		verbs_notify_cqs(ctx);
@@ -131,29 +190,39 @@ static void *progress_main(void *arg)
 		pthread_mutex_unlock(&ctx->lock);
 		if (due <= now) {
 			if (!moved)
-				wait_for(p, 2, STALL_NS);
+				wait_for(ctx, STALL_NS);
 			continue;
 		}
-		wait_for(p, 2, due - now < IDLE_MAX_NS ? due - now : IDLE_MAX_NS);
+		wait_for(ctx, due - now < IDLE_MAX_NS ? due - now : IDLE_MAX_NS);
 	}
 	return NULL;
 }
 
 int verbs_progress_start(struct verbs_ctx *ctx)
 {
+	struct epoll_event kick = { .events = EPOLLIN, .data.u32 = KEY_KICK };
 	int err;
 
 	ctx->kick_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (ctx->kick_fd < 0)
-		return -errno;
-	err = pthread_create(&ctx->thread, NULL, progress_main, ctx);
-	if (err) {
-		close(ctx->kick_fd);
-		ctx->kick_fd = -1;
-		return -err;
+	ctx->ep_fd = epoll_create1(EPOLL_CLOEXEC);
+	if (ctx->kick_fd < 0 || ctx->ep_fd < 0 ||
+	    epoll_ctl(ctx->ep_fd, EPOLL_CTL_ADD, ctx->kick_fd, &kick)) {
+		err = -errno;
+		goto fail;
 	}
+	watch_rnic(ctx, 1);
+	err = -pthread_create(&ctx->thread, NULL, progress_main, ctx);
+	if (err)
+		goto fail;
 	ctx->thread_running = 1;
 	return 0;
+fail:
+	if (ctx->kick_fd >= 0)
+		close(ctx->kick_fd);
+	if (ctx->ep_fd >= 0)
+		close(ctx->ep_fd);
+	ctx->kick_fd = ctx->ep_fd = -1;
+	return err;
 }
 
 void verbs_progress_stop(struct verbs_ctx *ctx)
@@ -166,5 +235,7 @@ void verbs_progress_stop(struct verbs_ctx *ctx)
 	}
 	if (ctx->kick_fd >= 0)
 		close(ctx->kick_fd);
-	ctx->kick_fd = -1;
+	if (ctx->ep_fd >= 0)
+		close(ctx->ep_fd);
+	ctx->kick_fd = ctx->ep_fd = -1;
 }
