@@ -94,6 +94,7 @@ enum rnic_access {
 	RNIC_ACCESS_LOCAL_WRITE  = 1 << 0,
 	RNIC_ACCESS_REMOTE_WRITE = 1 << 1,
 	RNIC_ACCESS_REMOTE_READ  = 1 << 2,
+	RNIC_ACCESS_REMOTE_ATOMIC = 1 << 3,
 };
 
 int  rnic_alloc_pd(struct rnic_dev *dev, struct rnic_pd **out);
@@ -128,6 +129,8 @@ enum rnic_wc_opcode {
 	RNIC_WC_SEND,
 	RNIC_WC_RDMA_WRITE,
 	RNIC_WC_RDMA_READ,
+	RNIC_WC_COMP_SWAP,
+	RNIC_WC_FETCH_ADD,
 	RNIC_WC_RECV = 128,
 	RNIC_WC_RECV_RDMA_WITH_IMM,
 };
@@ -257,6 +260,10 @@ enum rnic_wr_opcode {
 	RNIC_WR_SEND,
 	RNIC_WR_SEND_WITH_IMM,
 	RNIC_WR_RDMA_READ,
+	/* 64-bit atomics on 8-byte aligned remote memory; the original value
+	 * lands in the one 8-byte SGE (wire-compatible with rxe). */
+	RNIC_WR_ATOMIC_CMP_AND_SWP,
+	RNIC_WR_ATOMIC_FETCH_AND_ADD,
 };
 
 enum rnic_send_flags {
@@ -276,6 +283,8 @@ struct rnic_send_wr {
 	uint32_t imm_data;         /* host order */
 	uint64_t remote_addr;
 	uint32_t rkey;
+	uint64_t compare_add;      /* atomics: compare (CmpSwap) or add (FetchAdd) */
+	uint64_t swap;             /* atomics: swap (CmpSwap) */
 };
 
 struct rnic_recv_wr {

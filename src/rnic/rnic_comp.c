@@ -33,6 +33,8 @@ static const enum rnic_wc_opcode wc_op[] = {
 	[RNIC_WR_SEND] = RNIC_WC_SEND,
 	[RNIC_WR_SEND_WITH_IMM] = RNIC_WC_SEND,
 	[RNIC_WR_RDMA_READ] = RNIC_WC_RDMA_READ,
+	[RNIC_WR_ATOMIC_CMP_AND_SWP] = RNIC_WC_COMP_SWAP,
+	[RNIC_WR_ATOMIC_FETCH_AND_ADD] = RNIC_WC_FETCH_ADD,
 };
 
 void rnic_comp_send_wc(struct rnic_qp *qp, struct rnic_swqe *w,
@@ -123,7 +125,7 @@ static int ack_upto(struct rnic_qp *qp, uint32_t psn, uint64_t now_ns)
 
 		if (psn_compare(w->first_psn, psn) > 0)
 			break;
-		if (w->opcode == RNIC_WR_RDMA_READ) {
+		if (wqe_reads(w)) {
 			if (psn_compare(psn, qp->comp.psn) >= 0) {
 				/* acknowledged past responses we lack: lost */
 				if (moved)
@@ -238,8 +240,8 @@ static int implicit_ack_ok(struct rnic_qp *qp, uint32_t psn)
 		struct rnic_swqe *w = sq_wqe(qp, i);
 
 		if (psn_compare(psn, w->last_psn) <= 0)
-			return w->opcode == RNIC_WR_RDMA_READ && psn == w->first_psn;
-		if (w->opcode == RNIC_WR_RDMA_READ)
+			return wqe_reads(w) && psn == w->first_psn;
+		if (wqe_reads(w))
 			return 0;
 	}
 	return 0;
@@ -307,10 +309,62 @@ static void do_read_resp(struct rnic_qp *qp, struct rnic_pkt *pkt, uint64_t now_
 	progress(qp, now_ns);
 }
 
+/* An atomic acknowledge: the original value for the atomic at its PSN
+ * (which it also acknowledges, with the SEND/WRITEs before it). */
+static void do_atomic_ack(struct rnic_qp *qp, struct rnic_pkt *pkt, uint64_t now_ns)
+{
+	struct rnic_dev *dev = qp->dev;
+	uint32_t psn = pkt->psn;
+	int32_t c = psn_compare(psn, qp->comp.psn);
+	uint64_t orig = pkt_atmack_orig(pkt);
+	struct rnic_swqe *w;
+
+	if (c < 0) {
+		dev->cnt.drop_duplicate++;
+		return;
+	}
+	if (!psn_valid(qp, psn, 0) || (aeth_syndrome(pkt) & AETH_TYPE_MASK) != AETH_ACK) {
+		dev->cnt.drop_bad_resp++;
+		return;
+	}
+	if (c > 0) {
+		if (!implicit_ack_ok(qp, psn)) {
+			dev->cnt.drop_out_of_seq++;
+			go_back(qp, qp->comp.psn);
+			return;
+		}
+		if (ack_upto(qp, psn_add(psn, BTH_PSN_MASK), now_ns))
+			return;
+	}
+	if (qp->sq_tail == qp->req.sent_idx) {
+		dev->cnt.drop_bad_resp++;
+		return;
+	}
+	w = sq_wqe(qp, qp->sq_tail);
+	if (w->opcode < RNIC_WR_ATOMIC_CMP_AND_SWP || psn != w->first_psn) {
+		rnic_trace(dev, "qp %#x: atomic ack psn %#x matches no atomic\n", qp->qpn, psn);
+		dev->cnt.drop_bad_resp++;
+		return;
+	}
+	if (rnic_sg_copy_in(w->sg, w->num_sge, 0, &orig, sizeof(orig))) {
+		dev->cnt.drop_bad_len++;
+		return;
+	}
+	qp->comp.psn = psn_add(psn, 1);
+	cwnd_grow(qp, 1);
+	if (qp->req.rd_out)
+		qp->req.rd_out--;
+	complete(qp, w);
+	sync_req(qp);
+	progress(qp, now_ns);
+}
+
 void rnic_comp_rcv(struct rnic_qp *qp, struct rnic_pkt *pkt, uint64_t now_ns)
 {
 	if (pkt->mask & RNIC_ACK)
 		do_ack(qp, pkt, now_ns);
+	else if (pkt->mask & RNIC_ATOMIC)
+		do_atomic_ack(qp, pkt, now_ns);
 	else
 		do_read_resp(qp, pkt, now_ns);
 }

@@ -108,6 +108,21 @@ struct rnic_immdt {
 } __attribute__((packed));
 _Static_assert(sizeof(struct rnic_immdt) == 4, "ImmDt is 4 bytes");
 
+/* Atomic Extended Transport Header (CmpSwap, FetchAdd requests). */
+struct rnic_atmeth {
+	rn_be64 va;
+	rn_be32 rkey;
+	rn_be64 swap_add;  /* swap data (CmpSwap) or add data (FetchAdd) */
+	rn_be64 compare;   /* compare data (CmpSwap) */
+} __attribute__((packed));
+_Static_assert(sizeof(struct rnic_atmeth) == 28, "AtomicETH is 28 bytes");
+
+/* Atomic Acknowledge Extended Transport Header: the original value. */
+struct rnic_atmack {
+	rn_be64 orig;
+} __attribute__((packed));
+_Static_assert(sizeof(struct rnic_atmack) == 8, "AtomicAckETH is 8 bytes");
+
 /* Congestion Notification Packet body after the BTH (RoCEv2 CC annex). */
 struct rnic_cnp {
 	uint8_t reserved[16];
@@ -194,6 +209,9 @@ enum rnic_opcode {
 	RC_RDMA_READ_RESPONSE_LAST     = 0x0f,
 	RC_RDMA_READ_RESPONSE_ONLY     = 0x10,
 	RC_ACKNOWLEDGE                 = 0x11,
+	RC_ATOMIC_ACKNOWLEDGE          = 0x12,
+	RC_COMPARE_SWAP                = 0x13,
+	RC_FETCH_ADD                   = 0x14,
 	RNIC_CNP                       = 0x81,
 };
 
@@ -214,6 +232,9 @@ enum rnic_hdr_mask {
 	RNIC_LAST    = 1 << 12,  /* last packet of a message */
 	RNIC_RWR     = 1 << 13,  /* consumes a receive WQE */
 	RNIC_CNPM    = 1 << 14,  /* congestion notification */
+	RNIC_ATOMIC  = 1 << 15,  /* atomic request or atomic acknowledge */
+	RNIC_ATMETH  = 1 << 16,  /* has an AtomicETH */
+	RNIC_ATMACK  = 1 << 17,  /* has an AtomicAckETH */
 	RNIC_ONLY    = RNIC_FIRST | RNIC_LAST,
 };
 
@@ -221,6 +242,8 @@ enum rnic_ext_hdr {
 	RNIC_EXT_RETH,
 	RNIC_EXT_AETH,
 	RNIC_EXT_IMMDT,
+	RNIC_EXT_ATMETH,
+	RNIC_EXT_ATMACK,
 	RNIC_EXT_PAYLOAD,
 	RNIC_EXT_COUNT
 };
@@ -234,8 +257,8 @@ struct rnic_opcode_info {
 
 extern const struct rnic_opcode_info rnic_opcode[256];
 
-/* Maximum header length of any opcode (BTH + RETH + ImmDt). */
-#define RNIC_MAX_HDR 32
+/* Maximum header length of any opcode (BTH + AtomicETH). */
+#define RNIC_MAX_HDR 40
 
 /* Parsed view of one received or built packet (metadata beside the buffer). */
 struct rnic_pkt {
@@ -269,6 +292,9 @@ struct rnic_hdr_fields {
 	uint8_t syndrome;      /* AETH */
 	uint32_t msn;
 	uint32_t imm;          /* ImmDt, host order */
+	uint64_t swap_add;     /* AtomicETH (va, rkey above) */
+	uint64_t compare;
+	uint64_t orig;         /* AtomicAckETH */
 };
 
 /* Writes the headers of f->opcode into buf (RNIC_MAX_HDR bytes); returns
@@ -291,6 +317,16 @@ static inline uint32_t pkt_imm(const struct rnic_pkt *p)
 	const struct rnic_immdt *i = (const struct rnic_immdt *)
 		(p->hdr + rnic_opcode[p->opcode].offset[RNIC_EXT_IMMDT]);
 	return rn_get32(i->imm);
+}
+static inline const struct rnic_atmeth *pkt_atmeth(const struct rnic_pkt *p)
+{
+	return (const struct rnic_atmeth *)(p->hdr + rnic_opcode[p->opcode].offset[RNIC_EXT_ATMETH]);
+}
+static inline uint64_t pkt_atmack_orig(const struct rnic_pkt *p)
+{
+	const struct rnic_atmack *a = (const struct rnic_atmack *)
+		(p->hdr + rnic_opcode[p->opcode].offset[RNIC_EXT_ATMACK]);
+	return rn_get64(a->orig);
 }
 static inline uint8_t aeth_syndrome(const struct rnic_pkt *p)
 {

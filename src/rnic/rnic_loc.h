@@ -84,6 +84,8 @@ struct rnic_swqe {
 	uint64_t raddr;
 	uint32_t rkey;
 	uint32_t len;                 /* message length */
+	uint64_t compare_add;         /* atomics */
+	uint64_t swap;
 	uint32_t first_psn;           /* assigned when first transmitted */
 	uint32_t last_psn;
 	struct rnic_sge sg[RNIC_MAX_SGE];
@@ -105,6 +107,15 @@ struct rnic_rd_res {
 	uint8_t *addr;                /* next byte to send */
 	uint8_t started;              /* a response packet went out */
 	uint8_t replay;               /* answers a duplicate request */
+	uint8_t atomic;               /* an atomic acknowledge of orig */
+	uint64_t orig;
+};
+
+/* An executed atomic, kept to answer its duplicates (never re-executed). */
+struct rnic_atomic_done {
+	uint32_t psn;
+	uint8_t valid;
+	uint64_t orig;
 };
 
 struct rnic_qp {
@@ -164,6 +175,8 @@ struct rnic_qp {
 		uint64_t last_cnp_ns;
 		struct rnic_rd_res rd[RNIC_MAX_RD_ATOM];
 		uint32_t rd_head, rd_tail;    /* free-running */
+		struct rnic_atomic_done atomic_done[RNIC_MAX_RD_ATOM];
+		uint32_t atomic_next;
 	} resp;
 
 	struct rnic_dcqcn_rp rp;
@@ -296,6 +309,13 @@ int  rnic_sg_iov(const struct rnic_sge *sg, int n, uint64_t off, uint32_t len,
 		 struct iovec *iov, int max);
 int  rnic_sg_copy_in(const struct rnic_sge *sg, int n, uint64_t off,
 		     const void *src, uint32_t len);
+/* A READ or an atomic: completed by its responses, counted against
+ * max_rd_atomic, writes into local memory. */
+static inline int wqe_reads(const struct rnic_swqe *w)
+{
+	return w->opcode >= RNIC_WR_RDMA_READ;
+}
+
 static inline struct rnic_swqe *sq_wqe(struct rnic_qp *qp, uint32_t i)
 {
 	return &qp->sq[i & qp->sq_mask];

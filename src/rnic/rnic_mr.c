@@ -36,7 +36,7 @@ int rnic_reg_mr(struct rnic_pd *pd, void *addr, size_t length, int access,
 	uint32_t i;
 
 	if ((access & ~(RNIC_ACCESS_LOCAL_WRITE | RNIC_ACCESS_REMOTE_WRITE |
-			RNIC_ACCESS_REMOTE_READ)) ||
+			RNIC_ACCESS_REMOTE_READ | RNIC_ACCESS_REMOTE_ATOMIC)) ||
 	    ((access & RNIC_ACCESS_REMOTE_WRITE) && !(access & RNIC_ACCESS_LOCAL_WRITE)) ||
 	    (!addr && length))
 		return -EINVAL;

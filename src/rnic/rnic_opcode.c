@@ -11,6 +11,13 @@
 #define RETH sizeof(struct rnic_reth)
 #define AETH sizeof(struct rnic_aeth)
 #define IMM  sizeof(struct rnic_immdt)
+#define ATM  sizeof(struct rnic_atmeth)
+#define ATA  sizeof(struct rnic_atmack)
+
+#define ATOMIC_ROW(nm)                                                        \
+	{ .name = nm, .mask = RNIC_REQ | RNIC_ATOMIC | RNIC_ATMETH | RNIC_ONLY, \
+	  .length = BTH + ATM,                                                \
+	  .offset = { [RNIC_EXT_ATMETH] = BTH, [RNIC_EXT_PAYLOAD] = BTH + ATM } }
 
 /* Row for a packet with optional RETH then ImmDt after the BTH. */
 #define REQ_ROW(nm, m, has_reth, has_imm)                                     \
@@ -66,6 +73,14 @@ const struct rnic_opcode_info rnic_opcode[256] = {
 		RSP_ROW("RC_RDMA_READ_RESPONSE_ONLY", R | RNIC_ONLY | RNIC_AETH, 1),
 	[RC_ACKNOWLEDGE] =
 		RSP_ROW("RC_ACKNOWLEDGE", RNIC_RESP | RNIC_ACK | RNIC_AETH, 1),
+	[RC_ATOMIC_ACKNOWLEDGE] =
+		{ .name = "RC_ATOMIC_ACKNOWLEDGE",
+		  .mask = RNIC_RESP | RNIC_ATOMIC | RNIC_AETH | RNIC_ATMACK | RNIC_ONLY,
+		  .length = BTH + AETH + ATA,
+		  .offset = { [RNIC_EXT_AETH] = BTH, [RNIC_EXT_ATMACK] = BTH + AETH,
+			      [RNIC_EXT_PAYLOAD] = BTH + AETH + ATA } },
+	[RC_COMPARE_SWAP] = ATOMIC_ROW("RC_COMPARE_SWAP"),
+	[RC_FETCH_ADD]    = ATOMIC_ROW("RC_FETCH_ADD"),
 	[RNIC_CNP] = { .name = "CNP", .mask = RNIC_CNPM,
 		       .length = BTH + sizeof(struct rnic_cnp),
 		       .offset = { [RNIC_EXT_PAYLOAD] = BTH + sizeof(struct rnic_cnp) } },
@@ -105,6 +120,19 @@ int rnic_hdr_build(uint8_t *buf, const struct rnic_hdr_fields *f)
 		struct rnic_immdt *i = (struct rnic_immdt *)(buf + op->offset[RNIC_EXT_IMMDT]);
 
 		i->imm = rn_put32(f->imm);
+	}
+	if (op->mask & RNIC_ATMETH) {
+		struct rnic_atmeth *a = (struct rnic_atmeth *)(buf + op->offset[RNIC_EXT_ATMETH]);
+
+		a->va = rn_put64(f->va);
+		a->rkey = rn_put32(f->rkey);
+		a->swap_add = rn_put64(f->swap_add);
+		a->compare = rn_put64(f->compare);
+	}
+	if (op->mask & RNIC_ATMACK) {
+		struct rnic_atmack *a = (struct rnic_atmack *)(buf + op->offset[RNIC_EXT_ATMACK]);
+
+		a->orig = rn_put64(f->orig);
 	}
 	if (op->mask & RNIC_CNPM)
 		memset(buf + sizeof(*bth), 0, sizeof(struct rnic_cnp));

@@ -440,11 +440,14 @@ int rnic_post_send(struct rnic_qp *qp, struct rnic_send_wr *wr,
 	for (; wr; wr = wr->next) {
 		struct rnic_swqe *w;
 		uint64_t len = 0;
-		int is_read = wr->opcode == RNIC_WR_RDMA_READ;
+		int is_read = wr->opcode >= RNIC_WR_RDMA_READ;   /* READ, atomics */
+		int atomic = wr->opcode >= RNIC_WR_ATOMIC_CMP_AND_SWP;
 
 		if ((qp->state != RNIC_QPS_RTS && qp->state != RNIC_QPS_ERR) ||
 		    wr->num_sge < 0 || (uint32_t)wr->num_sge > qp->cap.max_send_sge ||
-		    (unsigned)wr->opcode > RNIC_WR_RDMA_READ) {
+		    (unsigned)wr->opcode > RNIC_WR_ATOMIC_FETCH_AND_ADD ||
+		    (atomic && (wr->num_sge != 1 || wr->sg_list[0].length != 8 ||
+				(wr->send_flags & RNIC_SEND_INLINE)))) {
 			*bad = wr;
 			return -EINVAL;
 		}
@@ -462,6 +465,8 @@ int rnic_post_send(struct rnic_qp *qp, struct rnic_send_wr *wr,
 		w->imm = wr->imm_data;
 		w->raddr = wr->remote_addr;
 		w->rkey = wr->rkey;
+		w->compare_add = wr->compare_add;
+		w->swap = wr->swap;
 		w->status = RNIC_WC_SUCCESS;
 		if ((wr->send_flags & RNIC_SEND_INLINE) && !is_read) {
 			if (post_inline(qp, w, wr)) {

@@ -170,6 +170,36 @@ static int send_read(struct rnic_qp *qp, struct rnic_swqe *w, uint64_t now_ns)
 	return 0;
 }
 
+/* One atomic request: one PSN, answered by one atomic acknowledge. */
+static int send_atomic(struct rnic_qp *qp, struct rnic_swqe *w, uint64_t now_ns)
+{
+	struct rnic_hdr_fields f = { 0 };
+	struct rnic_txpkt *t;
+	int hl;
+
+	start_wqe(qp, w);
+	f.opcode = w->opcode == RNIC_WR_ATOMIC_CMP_AND_SWP ? RC_COMPARE_SWAP : RC_FETCH_ADD;
+	f.qpn = qp->attr.dest_qp_num;
+	f.psn = qp->req.psn;
+	f.ackreq = 1;
+	f.va = w->raddr;
+	f.rkey = w->rkey;
+	f.swap_add = w->opcode == RNIC_WR_ATOMIC_CMP_AND_SWP ? w->swap : w->compare_add;
+	f.compare = w->opcode == RNIC_WR_ATOMIC_CMP_AND_SWP ? w->compare_add : 0;
+	t = rnic_tx_get(qp->dev);
+	hl = rnic_hdr_build(t->hdr, &f);
+	if (hl < 0)
+		return -EINVAL;
+	rnic_tx_put(qp->dev, t, hl, 0, 0, qp->dip);
+	account(qp, (uint32_t)hl, 0, now_ns);
+	sent_psns(qp, 1);
+	qp->req.noack = 0;
+	qp->req.rd_out++;
+	qp->req.idx++;
+	qp->req.off = 0;
+	return 0;
+}
+
 /* Room in the loss window for the next packet (a READ needs its whole
  * chunk; with nothing in flight one always goes). */
 static int window_ok(const struct rnic_qp *qp, const struct rnic_swqe *w)
@@ -191,7 +221,7 @@ int rnic_req_has_work(const struct rnic_qp *qp)
 	w = &qp->sq[qp->req.idx & qp->sq_mask];
 	if (!window_ok(qp, w))
 		return 0;
-	return w->opcode != RNIC_WR_RDMA_READ || qp->req.rd_out < qp->attr.max_rd_atomic;
+	return !wqe_reads(w) || qp->req.rd_out < qp->attr.max_rd_atomic;
 }
 
 int rnic_req_tx(struct rnic_qp *qp, uint64_t now_ns, int budget)
@@ -220,12 +250,13 @@ int rnic_req_tx(struct rnic_qp *qp, uint64_t now_ns, int budget)
 			break;
 		if ((w->flags & RNIC_SEND_FENCE) && qp->req.off == 0 && qp->req.rd_out)
 			break;
-		if (w->opcode == RNIC_WR_RDMA_READ && qp->req.rd_out >= qp->attr.max_rd_atomic)
+		if (wqe_reads(w) && qp->req.rd_out >= qp->attr.max_rd_atomic)
 			break;
 		if (!rnic_dcqcn_may_send(&qp->rp, &dev->dcqcn, now_ns))
 			break;
 		err = w->opcode == RNIC_WR_RDMA_READ ? send_read(qp, w, now_ns)
-						      : send_data(qp, w, now_ns);
+		    : wqe_reads(w)                     ? send_atomic(qp, w, now_ns)
+						       : send_data(qp, w, now_ns);
 		if (err) {
 			rnic_qp_error(qp, RNIC_WC_LOC_QP_OP_ERR);
 			break;

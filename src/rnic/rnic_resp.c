@@ -7,7 +7,11 @@
  *   psn >  expected   drop; one NAK-sequence-error per gap
  *   psn <  expected   duplicate: a SEND/WRITE is acknowledged again; a
  *                     READ is executed again from its PSN (responses
- *                     re-sent), superseding queued responses
+ *                     re-sent), superseding queued responses; an atomic
+ *                     is answered again with its saved result, never
+ *                     executed twice
+ *   CmpSwap/FetchAdd  64 bits at an 8-byte aligned address with
+ *                     REMOTE_ATOMIC; a responder resource, as a READ
  *   SEND / WRITE_IMM without a receive WQE: RNR NAK, nothing consumed
  *   bad rkey, bounds or access: NAK remote access error, QP to ERR
  *   bad opcode sequence or length: NAK invalid request, QP to ERR
@@ -230,6 +234,71 @@ static void rd_push(struct rnic_qp *qp, uint32_t psn, uint8_t *addr, uint32_t le
 	qp->resp.rd_head++;
 }
 
+/* Pops queued responses that do not end before psn (the requester went
+ * back to psn and asks again for everything from it on). */
+static void rd_drop_from(struct rnic_qp *qp, uint32_t psn)
+{
+	while (rd_queued(qp)) {
+		struct rnic_rd_res *n = &qp->resp.rd[(qp->resp.rd_head - 1) % RNIC_MAX_RD_ATOM];
+		uint32_t end = n->atomic ? n->psn : psn_add(n->psn, pkts_for(n->resid, qp->mtu) - 1);
+
+		if (psn_compare(end, psn) < 0)
+			break;
+		qp->resp.rd_head--;
+	}
+}
+
+static void atomic_push(struct rnic_qp *qp, uint32_t psn, uint64_t orig, int replay)
+{
+	struct rnic_rd_res *r = &qp->resp.rd[qp->resp.rd_head % RNIC_MAX_RD_ATOM];
+
+	memset(r, 0, sizeof(*r));
+	r->psn = psn;
+	r->atomic = 1;
+	r->orig = orig;
+	r->replay = (uint8_t)replay;
+	qp->resp.rd_head++;
+}
+
+static void do_atomic(struct rnic_qp *qp, struct rnic_pkt *pkt)
+{
+	const struct rnic_atmeth *a = pkt_atmeth(pkt);
+	uint64_t va = rn_get64(a->va), val = rn_get64(a->swap_add), orig;
+	struct rnic_atomic_done *d;
+	uint64_t *p;
+	uint8_t *ptr;
+
+	if (va & 7) {
+		qp->dev->cnt.drop_bad_len++;
+		fatal(qp, AETH_NAK_INV_REQ, pkt, "misaligned atomic");
+		return;
+	}
+	if (!rkey_ok(qp, va, rn_get32(a->rkey), 8, RNIC_ACCESS_REMOTE_ATOMIC, &ptr)) {
+		fatal(qp, AETH_NAK_REM_ACC, pkt, "rkey");
+		return;
+	}
+	if (rd_queued(qp) >= RNIC_MAX_RD_ATOM) {
+		qp->dev->cnt.drop_rd_full++;   /* the requester retries */
+		return;
+	}
+	p = (uint64_t *)(void *)ptr;
+	if (pkt->opcode == RC_COMPARE_SWAP) {
+		orig = rn_get64(a->compare);
+		/* orig becomes the value found, equal or not */
+		__atomic_compare_exchange_n(p, &orig, val, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+	} else {
+		orig = __atomic_fetch_add(p, val, __ATOMIC_SEQ_CST);
+	}
+	d = &qp->resp.atomic_done[qp->resp.atomic_next++ % RNIC_MAX_RD_ATOM];
+	d->psn = pkt->psn;
+	d->orig = orig;
+	d->valid = 1;
+	atomic_push(qp, pkt->psn, orig, 0);
+	qp->resp.psn = psn_add(pkt->psn, 1);
+	qp->resp.nak_sent = 0;
+	qp->resp.msn++;
+}
+
 static void do_read(struct rnic_qp *qp, struct rnic_pkt *pkt)
 {
 	const struct rnic_reth *r = pkt_reth(pkt);
@@ -262,6 +331,27 @@ static void duplicate(struct rnic_qp *qp, struct rnic_pkt *pkt)
 	struct rnic_dev *dev = qp->dev;
 
 	dev->cnt.drop_duplicate++;
+	if (pkt->mask & RNIC_ATOMIC) {
+		const struct rnic_atomic_done *d = NULL;
+
+		for (int i = 0; i < RNIC_MAX_RD_ATOM; i++)
+			if (qp->resp.atomic_done[i].valid && qp->resp.atomic_done[i].psn == pkt->psn)
+				d = &qp->resp.atomic_done[i];
+		if (!d) {
+			rnic_trace(dev, "qp %#x: duplicate atomic psn %#x: result gone\n",
+				   qp->qpn, pkt->psn);
+			return;
+		}
+		rd_drop_from(qp, pkt->psn);
+		if (rd_queued(qp) >= RNIC_MAX_RD_ATOM) {
+			dev->cnt.drop_rd_full++;
+			return;
+		}
+		rnic_trace(dev, "qp %#x: duplicate atomic psn %#x: answered again\n", qp->qpn, pkt->psn);
+		atomic_push(qp, pkt->psn, d->orig, 1);
+		dev->cnt.read_replays++;
+		return;
+	}
 	if (pkt->mask & RNIC_READ) {
 		const struct rnic_reth *r = pkt_reth(pkt);
 		uint32_t len = rn_get32(r->len);
@@ -281,14 +371,7 @@ static void duplicate(struct rnic_qp *qp, struct rnic_pkt *pkt)
 		/* The requester went back to this PSN: it has every response
 		 * before it and asks again for every one from it on.  Queued
 		 * responses that are not wholly before it go. */
-		while (rd_queued(qp)) {
-			struct rnic_rd_res *n = &qp->resp.rd[(qp->resp.rd_head - 1) % RNIC_MAX_RD_ATOM];
-			uint32_t end = psn_add(n->psn, pkts_for(n->resid, qp->mtu) - 1);
-
-			if (psn_compare(end, pkt->psn) < 0)
-				break;
-			qp->resp.rd_head--;
-		}
+		rd_drop_from(qp, pkt->psn);
 		if (rd_queued(qp) >= RNIC_MAX_RD_ATOM) {
 			rnic_trace(dev, "qp %#x: duplicate read psn %#x: no resource\n", qp->qpn, pkt->psn);
 			dev->cnt.drop_rd_full++;
@@ -337,6 +420,8 @@ void rnic_resp_rcv(struct rnic_qp *qp, struct rnic_pkt *pkt, uint64_t now_ns)
 		do_send(qp, pkt);
 	else if (m & RNIC_WRITE)
 		do_write(qp, pkt);
+	else if (m & RNIC_ATOMIC)
+		do_atomic(qp, pkt);
 	else
 		do_read(qp, pkt);
 }
@@ -396,6 +481,22 @@ int rnic_resp_tx(struct rnic_qp *qp, uint64_t now_ns, int budget)
 	       rnic_dcqcn_may_send(&qp->rp, &dev->dcqcn, now_ns)) {
 		struct rnic_rd_res *r = &qp->resp.rd[qp->resp.rd_tail % RNIC_MAX_RD_ATOM];
 		uint32_t plen = r->resid < qp->mtu ? r->resid : qp->mtu;
+
+		if (r->atomic) {
+			struct rnic_hdr_fields fa = {
+				.opcode = RC_ATOMIC_ACKNOWLEDGE, .qpn = qp->attr.dest_qp_num,
+				.psn = r->psn, .syndrome = AETH_ACK | AETH_ACK_UNLIMITED,
+				.msn = qp->resp.msn, .orig = r->orig,
+			};
+			struct rnic_txpkt *ta = rnic_tx_get(dev);
+			int hla = rnic_hdr_build(ta->hdr, &fa);
+
+			rnic_tx_put(dev, ta, hla, 0, 0, qp->dip);
+			rnic_dcqcn_on_tx(&qp->rp, &dev->dcqcn, (uint32_t)hla, now_ns);
+			qp->resp.rd_tail++;
+			sent++;
+			continue;
+		}
 		int first = !r->started, last = plen == r->resid;
 		struct rnic_hdr_fields f = {
 			.qpn = qp->attr.dest_qp_num,

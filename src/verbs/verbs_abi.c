@@ -99,7 +99,9 @@ _Static_assert(offsetof(struct verbs_dev, ibdev) == 0, "verbs_dev");
 _Static_assert((int)IBV_WR_RDMA_WRITE == RNIC_WR_RDMA_WRITE &&
 	       (int)IBV_WR_RDMA_WRITE_WITH_IMM == RNIC_WR_RDMA_WRITE_WITH_IMM &&
 	       (int)IBV_WR_SEND == RNIC_WR_SEND && (int)IBV_WR_SEND_WITH_IMM == RNIC_WR_SEND_WITH_IMM &&
-	       (int)IBV_WR_RDMA_READ == RNIC_WR_RDMA_READ, "work request opcodes");
+	       (int)IBV_WR_RDMA_READ == RNIC_WR_RDMA_READ &&
+	       (int)IBV_WR_ATOMIC_CMP_AND_SWP == RNIC_WR_ATOMIC_CMP_AND_SWP &&
+	       (int)IBV_WR_ATOMIC_FETCH_AND_ADD == RNIC_WR_ATOMIC_FETCH_AND_ADD, "work request opcodes");
 _Static_assert((int)IBV_SEND_FENCE == RNIC_SEND_FENCE && (int)IBV_SEND_SIGNALED == RNIC_SEND_SIGNALED &&
 	       (int)IBV_SEND_SOLICITED == RNIC_SEND_SOLICITED && (int)IBV_SEND_INLINE == RNIC_SEND_INLINE,
 	       "send flags");
@@ -112,6 +114,7 @@ _Static_assert((int)IBV_WC_SUCCESS == RNIC_WC_SUCCESS &&
 	       (int)IBV_WC_GENERAL_ERR == RNIC_WC_GENERAL_ERR, "completion status");
 _Static_assert((int)IBV_WC_SEND == RNIC_WC_SEND && (int)IBV_WC_RDMA_WRITE == RNIC_WC_RDMA_WRITE &&
 	       (int)IBV_WC_RDMA_READ == RNIC_WC_RDMA_READ && (int)IBV_WC_RECV == RNIC_WC_RECV &&
+	       (int)IBV_WC_COMP_SWAP == RNIC_WC_COMP_SWAP && (int)IBV_WC_FETCH_ADD == RNIC_WC_FETCH_ADD &&
 	       (int)IBV_WC_RECV_RDMA_WITH_IMM == RNIC_WC_RECV_RDMA_WITH_IMM, "completion opcodes");
 _Static_assert((int)IBV_WC_WITH_IMM == RNIC_WC_WITH_IMM, "completion flags");
 _Static_assert((int)IBV_MTU_256 == RNIC_MTU_256 && (int)IBV_MTU_4096 == RNIC_MTU_4096, "MTUs");

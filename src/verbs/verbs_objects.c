@@ -62,11 +62,11 @@ VERBS_EXPORT int ibv_dealloc_pd(struct ibv_pd *ibpd)
 
 /* ---- memory regions ------------------------------------------------------- */
 
-/* Access flags: local/remote write and remote read are the RNIC's own;
- * remote atomic and memory-window binding are granted but never used (no
- * atomic or MW is ever accepted); on-demand paging and huge pages change
- * nothing here (memory is never pinned); the optional range may always
- * be ignored.  Zero-based regions are refused. */
+/* Access flags: local/remote write, remote read and remote atomic are the
+ * RNIC's own; memory-window binding is granted but never used (no MW is
+ * ever accepted); on-demand paging and huge pages change nothing here
+ * (memory is never pinned); the optional range may always be ignored.
+ * Zero-based regions are refused. */
 int verbs_to_rnic_access(unsigned access, int *out)
 {
 	int a = 0;
@@ -79,6 +79,8 @@ int verbs_to_rnic_access(unsigned access, int *out)
 		a |= RNIC_ACCESS_REMOTE_WRITE;
 	if (access & IBV_ACCESS_REMOTE_READ)
 		a |= RNIC_ACCESS_REMOTE_READ;
+	if (access & IBV_ACCESS_REMOTE_ATOMIC)
+		a |= RNIC_ACCESS_REMOTE_ATOMIC;
 	*out = a;
 	return 0;
 }
@@ -376,7 +378,8 @@ static unsigned qp_access_to_ibv(int a)
 {
 	return ((a & RNIC_ACCESS_LOCAL_WRITE) ? IBV_ACCESS_LOCAL_WRITE : 0) |
 	       ((a & RNIC_ACCESS_REMOTE_WRITE) ? IBV_ACCESS_REMOTE_WRITE : 0) |
-	       ((a & RNIC_ACCESS_REMOTE_READ) ? IBV_ACCESS_REMOTE_READ : 0);
+	       ((a & RNIC_ACCESS_REMOTE_READ) ? IBV_ACCESS_REMOTE_READ : 0) |
+	       ((a & RNIC_ACCESS_REMOTE_ATOMIC) ? IBV_ACCESS_REMOTE_ATOMIC : 0);
 }
 
 static void qp_destroy_parts(struct verbs_qp *qp)
@@ -389,7 +392,8 @@ struct ibv_qp *verbs_create_qp_ex(struct ibv_context *context, struct ibv_qp_ini
 {
 	const uint64_t ops_ok = IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |
 				IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM |
-				IBV_QP_EX_WITH_RDMA_READ;
+				IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
+				IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD;
 	struct verbs_ctx *ctx = to_vctx(context);
 	struct rnic_qp_init_attr init = { 0 };
 	struct verbs_qp *qp;

@@ -21,7 +21,8 @@
 static int send_wr_to_rnic(const struct ibv_send_wr *w, struct rnic_send_wr *r,
 			   struct rnic_sge *sge)
 {
-	if ((unsigned)w->opcode > IBV_WR_RDMA_READ || w->num_sge < 0 || w->num_sge > RNIC_MAX_SGE)
+	if ((unsigned)w->opcode > IBV_WR_ATOMIC_FETCH_AND_ADD || w->num_sge < 0 ||
+	    w->num_sge > RNIC_MAX_SGE)
 		return EINVAL;
 	memset(r, 0, sizeof(*r));
 	r->wr_id = w->wr_id;
@@ -30,8 +31,15 @@ static int send_wr_to_rnic(const struct ibv_send_wr *w, struct rnic_send_wr *r,
 					 IBV_SEND_SOLICITED | IBV_SEND_INLINE);
 	if (w->opcode == IBV_WR_RDMA_WRITE_WITH_IMM || w->opcode == IBV_WR_SEND_WITH_IMM)
 		r->imm_data = be32toh(w->imm_data);
-	r->remote_addr = w->wr.rdma.remote_addr;
-	r->rkey = w->wr.rdma.rkey;
+	if (w->opcode >= IBV_WR_ATOMIC_CMP_AND_SWP) {
+		r->remote_addr = w->wr.atomic.remote_addr;
+		r->rkey = w->wr.atomic.rkey;
+		r->compare_add = w->wr.atomic.compare_add;
+		r->swap = w->wr.atomic.swap;
+	} else {
+		r->remote_addr = w->wr.rdma.remote_addr;
+		r->rkey = w->wr.rdma.rkey;
+	}
 	r->num_sge = w->num_sge;
 	r->sg_list = sge;
 	for (int i = 0; i < w->num_sge; i++)
@@ -349,12 +357,25 @@ static void wr_set_inline_data(struct ibv_qp_ex *q, void *addr, size_t length)
 static void wr_atomic_cmp_swp(struct ibv_qp_ex *q, uint32_t rkey, uint64_t raddr,
 			      uint64_t compare, uint64_t swap)
 {
-	wr_unsupported(q);
+	struct rnic_send_wr *w = wr_new(q, RNIC_WR_ATOMIC_CMP_AND_SWP);
+
+	if (w) {
+		w->rkey = rkey;
+		w->remote_addr = raddr;
+		w->compare_add = compare;
+		w->swap = swap;
+	}
 }
 
 static void wr_atomic_fetch_add(struct ibv_qp_ex *q, uint32_t rkey, uint64_t raddr, uint64_t add)
 {
-	wr_unsupported(q);
+	struct rnic_send_wr *w = wr_new(q, RNIC_WR_ATOMIC_FETCH_AND_ADD);
+
+	if (w) {
+		w->rkey = rkey;
+		w->remote_addr = raddr;
+		w->compare_add = add;
+	}
 }
 
 static void wr_bind_mw(struct ibv_qp_ex *q, struct ibv_mw *mw, uint32_t rkey,

@@ -6,6 +6,9 @@
 #     ways with no checksum error at either end;
 #   - ibv_rc_pingpong (rxe) <-> jk_rc_pingpong (container), each side once
 #     as server; ib_write_bw <-> jk_write_bw, each side once as server;
+#   - the same perftest/ibverbs-utils programs in the container over the
+#     drop-in libibverbs against rxe: rc_pingpong both ways, write_bw,
+#     read_bw, atomic_bw (fetch-add one way, compare-swap the other);
 #   - VM <-> VM: ibv_rc_pingpong, ib_write_bw and TCP.
 # Under QEMU TCG the guests are slow: these are correctness checks, with
 # small message counts (docs/rxe-vm.md).
@@ -105,6 +108,22 @@ rdma_pair "write_bw: VM (rxe) server, container (jk) client" vm1 c2 10.0.0.1 \
 	"ib_write_bw $PT -s 65536 -n 300" "$JK/jk_write_bw -d eth0 -s 65536 -n 300"
 rdma_pair "write_bw: container (jk) server, VM (rxe) client" c2 vm1 10.0.0.2 \
 	"$JK/jk_write_bw -d eth0 -s 65536 -n 300" "ib_write_bw $PT -s 65536 -n 300"
+
+# Debian's unmodified verbs programs in the container too, over the drop-in
+# libibverbs (docs/verbs.md), against the same programs on rxe in the VM.
+V="$JK/jakiro-verbs"
+rdma_pair "rc_pingpong: VM (rxe) server, container (drop-in) client, echo checked" vm1 c2 10.0.0.1 \
+	"ibv_rc_pingpong -g 1 -s 4096 -n 300" "$V ibv_rc_pingpong -g 1 -c -s 4096 -n 300"
+rdma_pair "rc_pingpong: container (drop-in) server, VM (rxe) client" c2 vm1 10.0.0.2 \
+	"$V ibv_rc_pingpong -g 1 -c -s 4096 -n 300" "ibv_rc_pingpong -g 1 -s 4096 -n 300"
+rdma_pair "write_bw: VM (rxe) server, container (drop-in ib_write_bw) client" vm1 c2 10.0.0.1 \
+	"ib_write_bw $PT -s 65536 -n 300" "$V ib_write_bw -x 1 -F -s 65536 -n 300"
+rdma_pair "read_bw: container (drop-in ib_read_bw) server, VM (rxe) client" c2 vm1 10.0.0.2 \
+	"$V ib_read_bw -x 1 -F -s 65536 -n 300" "ib_read_bw $PT -s 65536 -n 300"
+rdma_pair "atomic_bw fetch-add: VM (rxe) server, container (drop-in) client" vm1 c2 10.0.0.1 \
+	"ib_atomic_bw $PT -n 300" "$V ib_atomic_bw -x 1 -F -n 300"
+rdma_pair "atomic_bw compare-swap: container (drop-in) server, VM (rxe) client" c2 vm1 10.0.0.2 \
+	"$V ib_atomic_bw -x 1 -F -A CMP_AND_SWAP -n 300" "ib_atomic_bw $PT -A CMP_AND_SWAP -n 300"
 
 # ---- VM <-> VM across hosts -----------------------------------------------------
 rdma_pair "rc_pingpong: VM <-> VM across hosts" vm2 vm1 10.0.0.3 \

@@ -3,13 +3,13 @@
 # drop-in libibverbs, between two namespaces joined by a veth pair: device
 # discovery as rxe shows it, ibv_rc_pingpong (polling, events, the new
 # post-send API, data checked), the six perftest tools with each side once
-# as the server, interoperation with the jk_* tools in both roles, several
+# as the server, the atomic tools, interoperation with the jk_* tools in both roles, several
 # QPs, and several processes on one interface.
 cd "$(dirname "$0")/../.." || exit 1
 . tests/rnic/lib.sh
 B=$BUILD/bin
 V=$B/jakiro-verbs
-for t in ibv_devices ibv_devinfo ibv_rc_pingpong ib_write_bw ib_read_bw ib_send_bw \
+for t in ibv_devices ibv_devinfo ibv_rc_pingpong ib_write_bw ib_read_bw ib_send_bw ib_atomic_bw ib_atomic_lat \
 	 ib_write_lat ib_read_lat ib_send_lat; do
 	command -v $t >/dev/null || { echo "# $t missing (scripts/install-deps --test)"; exit 77; }
 done
@@ -86,6 +86,11 @@ for t in ib_write_lat ib_read_lat ib_send_lat; do
 		pair "$t, server in $([ $s = 1 ] && echo A || echo B)" $s "$V $t -x 1 -n 1000" "$V $t -x 1 -n 1000" "$LAT"
 	done
 done
+ATM="^ 8${S}[0-9]+${S}[0-9.]+${S}[0-9.]+"
+pair "ib_atomic_bw (fetch-add), server in A" 1 "$V ib_atomic_bw -x 1 -n 1000" "$V ib_atomic_bw -x 1 -n 1000" "$ATM"
+pair "ib_atomic_bw -A CMP_AND_SWAP, server in B" 2 "$V ib_atomic_bw -x 1 -A CMP_AND_SWAP -n 1000" \
+	"$V ib_atomic_bw -x 1 -A CMP_AND_SWAP -n 1000" "$ATM"
+pair "ib_atomic_lat, server in B" 2 "$V ib_atomic_lat -x 1 -n 1000" "$V ib_atomic_lat -x 1 -n 1000" "$ATM"
 pair "ib_write_bw without -x (perftest picks GID 1)" 1 "$V ib_write_bw -n 200" "$V ib_write_bw -n 200" "$BW"
 grep -qE "GID index${S}: 1" "$RN_TMP/$PORT.cli" && ok "perftest chose GID index 1" || not_ok "perftest chose GID index 1"
 pair "ib_write_bw -q 4 -a (4 QPs, every size)" 2 "$V ib_write_bw -x 1 -q 4 -a -n 20" \

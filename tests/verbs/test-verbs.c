@@ -385,7 +385,8 @@ static void test_wr_api(void **state)
 			 .max_recv_sge = 2, .max_inline_data = 64 },
 		.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
 		.pd = e->pd,
-		.send_ops_flags = IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_SEND,
+		.send_ops_flags = IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_SEND |
+				  IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD,
 	};
 	struct ibv_qp *qp = ibv_create_qp_ex(e->ctx, &ia);
 	struct ibv_qp_ex *qx;
@@ -411,13 +412,170 @@ static void test_wr_api(void **state)
 	assert_int_equal(poll_n(e->cq, 3, wc), 3);
 	for (int i = 0; i < 3; i++)
 		assert_int_equal(wc[i].status, IBV_WC_SUCCESS);
+	/* an atomic through the same API (b's MR lacks REMOTE_ATOMIC: refused) */
+	ibv_wr_start(qx);
+	qx->wr_id = 4;
+	ibv_wr_atomic_fetch_add(qx, e->mb->rkey, (uintptr_t)e->bb + 64, 1);
+	ibv_wr_set_sge(qx, e->ma->lkey, (uintptr_t)e->ba + 4096, 8);
+	assert_int_equal(ibv_wr_complete(qx), 0);
+	assert_int_equal(poll_n(e->cq, 1, wc), 1);
+	assert_int_equal(wc[0].wr_id, 4);
+	assert_int_equal(wc[0].status, IBV_WC_REM_ACCESS_ERR);
 	assert_memory_equal(e->bb, e->ba, 2048);
 	assert_string_equal((char *)e->bb + 8192, hello);
-	/* an atomic is not offered: the whole batch is refused */
+	/* a memory window is not offered: the whole batch is refused */
 	ibv_wr_start(qx);
-	ibv_wr_atomic_fetch_add(qx, e->mb->rkey, (uintptr_t)e->bb, 1);
+	ibv_wr_send(qx);
+	ibv_wr_bind_mw(qx, NULL, 0, NULL);
 	assert_int_equal(ibv_wr_complete(qx), EOPNOTSUPP);
 	assert_int_equal(ibv_destroy_qp(qp), 0);
+}
+
+static void atomic_post(struct env *e, enum ibv_wr_opcode op, uint64_t raddr, uint32_t rkey,
+			uint64_t compare_add, uint64_t swap, uint64_t id)
+{
+	struct ibv_sge sg = { .addr = (uintptr_t)e->ba + 8 * id, .length = 8, .lkey = e->ma->lkey };
+	struct ibv_send_wr wr = { .wr_id = id, .sg_list = &sg, .num_sge = 1, .opcode = op,
+				  .send_flags = IBV_SEND_SIGNALED }, *bad;
+
+	wr.wr.atomic.remote_addr = raddr;
+	wr.wr.atomic.rkey = rkey;
+	wr.wr.atomic.compare_add = compare_add;
+	wr.wr.atomic.swap = swap;
+	assert_int_equal(ibv_post_send(e->a, &wr, &bad), 0);
+}
+
+static void test_atomics(void **state)
+{
+	struct env *e = *state;
+	uint64_t *target = (uint64_t *)(void *)(e->bb + 64), *orig = (uint64_t *)(void *)e->ba;
+	struct ibv_wc wc[4];
+	struct ibv_device_attr da;
+	struct ibv_mr *noatomic;
+
+	assert_int_equal(ibv_query_device(e->ctx, &da), 0);
+	assert_int_equal(da.atomic_cap, IBV_ATOMIC_HCA);
+	ibv_dereg_mr(e->mb);
+	e->mb = ibv_reg_mr(e->pd, e->bb, BUF, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+			   IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC);
+	assert_non_null(e->mb);
+	connect_pair(e, e->a, e->b);
+	{
+		struct ibv_qp_attr qa = { .qp_access_flags = IBV_ACCESS_REMOTE_WRITE |
+					  IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC };
+
+		assert_int_equal(ibv_modify_qp(e->b, &qa, IBV_QP_ACCESS_FLAGS), 0);
+	}
+	*target = 40;
+	atomic_post(e, IBV_WR_ATOMIC_FETCH_AND_ADD, (uintptr_t)target, e->mb->rkey, 2, 0, 1);
+	atomic_post(e, IBV_WR_ATOMIC_CMP_AND_SWP, (uintptr_t)target, e->mb->rkey, 42, 7, 2);
+	atomic_post(e, IBV_WR_ATOMIC_CMP_AND_SWP, (uintptr_t)target, e->mb->rkey, 42, 9, 3);
+	assert_int_equal(poll_n(e->cq, 3, wc), 3);
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(wc[i].status, IBV_WC_SUCCESS);
+		assert_int_equal(wc[i].wr_id, i + 1);
+		assert_int_equal(wc[i].byte_len, 8);
+		assert_int_equal(wc[i].opcode, i ? IBV_WC_COMP_SWAP : IBV_WC_FETCH_ADD);
+	}
+	assert_int_equal(orig[1], 40);    /* fetch-add saw 40, made it 42 */
+	assert_int_equal(orig[2], 42);    /* compare 42 matched: swapped in 7 */
+	assert_int_equal(orig[3], 7);     /* compare 42 failed: 7 stays */
+	assert_int_equal(*target, 7);
+	/* misaligned: refused by the responder, the QP fails */
+	atomic_post(e, IBV_WR_ATOMIC_FETCH_AND_ADD, (uintptr_t)target + 4, e->mb->rkey, 1, 0, 4);
+	assert_int_equal(poll_n(e->cq, 1, wc), 1);
+	assert_int_equal(wc[0].status, IBV_WC_REM_INV_REQ_ERR);
+	assert_int_equal(*target, 7);
+	/* a region without REMOTE_ATOMIC */
+	noatomic = ibv_reg_mr(e->pd, e->bb + 4096, 4096, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	assert_non_null(noatomic);
+	assert_int_equal(ibv_destroy_qp(e->a), 0);
+	assert_int_equal(ibv_destroy_qp(e->b), 0);
+	e->a = new_qp(e, e->cq, 0);
+	e->b = new_qp(e, e->cq, 0);
+	connect_pair(e, e->a, e->b);
+	{
+		struct ibv_qp_attr qa = { .qp_access_flags = IBV_ACCESS_REMOTE_ATOMIC };
+
+		assert_int_equal(ibv_modify_qp(e->b, &qa, IBV_QP_ACCESS_FLAGS), 0);
+	}
+	atomic_post(e, IBV_WR_ATOMIC_FETCH_AND_ADD, (uintptr_t)e->bb + 4096, noatomic->rkey, 1, 0, 5);
+	assert_int_equal(poll_n(e->cq, 1, wc), 1);
+	assert_int_equal(wc[0].status, IBV_WC_REM_ACCESS_ERR);
+	assert_int_equal(ibv_dereg_mr(noatomic), 0);
+}
+
+/* Losses and duplicates on the wire (the soft RNIC's fault hook): every
+ * fetch-add executes exactly once (a retried request is answered from the
+ * responder's saved result), so the original values are 0, 1, .., N-1 in
+ * order and the target ends at N. */
+static void test_atomics_exactly_once_under_loss(void **state)
+{
+	enum { N = 200 };
+	struct env f = { 0 };
+	uint64_t *orig, target = 0;
+	struct ibv_mr *mt;
+	struct ibv_wc wc[16];
+	int done = 0, posted = 0;
+	int64_t end;
+
+	(void)state;
+	setenv("JK_RNIC_FAULT", "drop=0.1,dup=0.1,reorder=0.05,seed=11", 1);
+	f.ctx = open_lo();
+	unsetenv("JK_RNIC_FAULT");
+	assert_int_equal(ibv_query_gid(f.ctx, 1, 1, &f.gid), 0);
+	f.pd = ibv_alloc_pd(f.ctx);
+	f.cq = ibv_create_cq(f.ctx, 4 * N, NULL, NULL, 0);
+	f.ba = calloc(N, 8);
+	f.ma = ibv_reg_mr(f.pd, f.ba, N * 8, IBV_ACCESS_LOCAL_WRITE);
+	mt = ibv_reg_mr(f.pd, &target, 8, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_ATOMIC);
+	assert_non_null(f.ma);
+	assert_non_null(mt);
+	f.a = new_qp(&f, f.cq, 0);
+	f.b = new_qp(&f, f.cq, 0);
+	connect_pair(&f, f.a, f.b);
+	{
+		struct ibv_qp_attr qa = { .qp_access_flags = IBV_ACCESS_REMOTE_ATOMIC };
+
+		assert_int_equal(ibv_modify_qp(f.b, &qa, IBV_QP_ACCESS_FLAGS), 0);
+	}
+	orig = (uint64_t *)(void *)f.ba;
+	end = now_ns() + 30 * DEADLINE_NS;
+	while (done < N && now_ns() < end) {
+		while (posted < N && posted - done < 32) {
+			struct ibv_sge sg = { .addr = (uintptr_t)&orig[posted], .length = 8,
+					      .lkey = f.ma->lkey };
+			struct ibv_send_wr wr = { .wr_id = (uint64_t)posted, .sg_list = &sg, .num_sge = 1,
+						  .opcode = IBV_WR_ATOMIC_FETCH_AND_ADD,
+						  .send_flags = IBV_SEND_SIGNALED }, *bad;
+
+			wr.wr.atomic.remote_addr = (uintptr_t)&target;
+			wr.wr.atomic.rkey = mt->rkey;
+			wr.wr.atomic.compare_add = 1;
+			assert_int_equal(ibv_post_send(f.a, &wr, &bad), 0);
+			posted++;
+		}
+		int k = ibv_poll_cq(f.cq, 16, wc);
+
+		assert_true(k >= 0);
+		for (int i = 0; i < k; i++) {
+			assert_int_equal(wc[i].status, IBV_WC_SUCCESS);
+			assert_int_equal(wc[i].wr_id, (uint64_t)done);
+			done++;
+		}
+	}
+	assert_int_equal(done, N);
+	assert_int_equal(__atomic_load_n(&target, __ATOMIC_SEQ_CST), N);
+	for (int i = 0; i < N; i++)
+		assert_int_equal(orig[i], i);
+	assert_int_equal(ibv_destroy_qp(f.a), 0);
+	assert_int_equal(ibv_destroy_qp(f.b), 0);
+	assert_int_equal(ibv_dereg_mr(f.ma), 0);
+	assert_int_equal(ibv_dereg_mr(mt), 0);
+	assert_int_equal(ibv_destroy_cq(f.cq), 0);
+	assert_int_equal(ibv_dealloc_pd(f.pd), 0);
+	assert_int_equal(ibv_close_device(f.ctx), 0);
+	free(f.ba);
 }
 
 static void test_completion_channel(void **state)
@@ -490,6 +648,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_send_write_read_with_imm, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_inline_copies_at_post, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_wr_api, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_atomics, setup, teardown),
+		cmocka_unit_test(test_atomics_exactly_once_under_loss),
 		cmocka_unit_test_setup_teardown(test_completion_channel, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_refused_and_misc, setup, teardown),
 	};
