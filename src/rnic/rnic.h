@@ -28,6 +28,7 @@ struct rnic_pd;
 struct rnic_mr;
 struct rnic_cq;
 struct rnic_qp;
+struct rnic_srq;
 
 /* ---- device ------------------------------------------------------------ */
 
@@ -188,6 +189,7 @@ struct rnic_qp_cap {
 struct rnic_qp_init_attr {
 	struct rnic_cq *send_cq;
 	struct rnic_cq *recv_cq;
+	struct rnic_srq *srq;      /* receives from this shared queue (same PD), or NULL */
 	struct rnic_qp_cap cap;
 	int sq_sig_all;            /* every send WR generates a completion */
 };
@@ -301,6 +303,23 @@ int  rnic_post_send(struct rnic_qp *qp, struct rnic_send_wr *wr,
 		    struct rnic_send_wr **bad);
 int  rnic_post_recv(struct rnic_qp *qp, struct rnic_recv_wr *wr,
 		    struct rnic_recv_wr **bad);
+
+/* ---- shared receive queues ---------------------------------------------- */
+
+/* A receive queue several QPs of one PD take their receive WQEs from, in
+ * order; a QP created with it has no receive queue of its own.  A message
+ * takes its WQE when its first packet arrives. */
+struct rnic_srq_attr {
+	uint32_t max_wr;
+	uint32_t max_sge;
+};
+
+int  rnic_create_srq(struct rnic_pd *pd, const struct rnic_srq_attr *attr, struct rnic_srq **out);
+/* -EBUSY while a QP uses it. */
+int  rnic_destroy_srq(struct rnic_srq *srq);
+int  rnic_post_srq_recv(struct rnic_srq *srq, struct rnic_recv_wr *wr, struct rnic_recv_wr **bad);
+/* Receive WQEs posted and not yet taken. */
+uint32_t rnic_srq_posted(const struct rnic_srq *srq);
 
 /* ---- counters and congestion control ------------------------------------ */
 

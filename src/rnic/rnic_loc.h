@@ -100,6 +100,15 @@ struct rnic_rwqe {
 	struct rnic_sge sg[RNIC_MAX_SGE];
 };
 
+struct rnic_srq {
+	struct rnic_dev *dev;
+	struct rnic_pd *pd;
+	struct rnic_rwqe *rq;
+	uint32_t rq_mask, rq_head, rq_tail;   /* free-running */
+	struct rnic_srq_attr attr;
+	int refs;                     /* QPs using it */
+};
+
 /* A read request the responder is answering. */
 struct rnic_rd_res {
 	uint32_t psn;                 /* PSN of the next response packet */
@@ -137,6 +146,7 @@ struct rnic_qp {
 	uint32_t sq_mask, sq_head, sq_tail;   /* head: next post; tail: oldest */
 	struct rnic_rwqe *rq;
 	uint32_t rq_mask, rq_head, rq_tail;
+	struct rnic_srq *srq;         /* receives come from it (rq unused) */
 
 	struct {                      /* requester */
 		uint32_t idx;         /* SQ index being transmitted */
@@ -177,6 +187,8 @@ struct rnic_qp {
 		uint32_t rd_head, rd_tail;    /* free-running */
 		struct rnic_atomic_done atomic_done[RNIC_MAX_RD_ATOM];
 		uint32_t atomic_next;
+		struct rnic_rwqe srq_wqe;     /* with an SRQ: the WQE taken for the message */
+		uint8_t srq_held;
 	} resp;
 
 	struct rnic_dcqcn_rp rp;
@@ -304,6 +316,10 @@ void rnic_cq_push(struct rnic_cq *cq, const struct rnic_wc *wc);
 
 /* rnic_qp.c */
 void rnic_qp_release(struct rnic_qp *qp);
+/* Fills receive WQE w from wr, checking its SGEs against pd (a bad one
+ * marks w LOC_PROT_ERR).  Returns 0 or -EINVAL (SGE count over max_sge). */
+int  rnic_rwqe_fill(struct rnic_dev *dev, struct rnic_pd *pd, struct rnic_rwqe *w,
+		    const struct rnic_recv_wr *wr, uint32_t max_sge);
 void rnic_qp_error(struct rnic_qp *qp, enum rnic_wc_status head_status);
 int  rnic_sg_iov(const struct rnic_sge *sg, int n, uint64_t off, uint32_t len,
 		 struct iovec *iov, int max);

@@ -92,7 +92,8 @@ int rnic_create_qp(struct rnic_pd *pd, const struct rnic_qp_init_attr *init,
 	struct rnic_qp *qp;
 	uint32_t i, ssz, rsz;
 
-	if (!init->send_cq || !init->recv_cq || cap->max_send_wr > RNIC_MAX_WR ||
+	if (!init->send_cq || !init->recv_cq || (init->srq && init->srq->pd != pd) ||
+	    cap->max_send_wr > RNIC_MAX_WR ||
 	    cap->max_recv_wr > RNIC_MAX_WR || cap->max_send_sge > RNIC_MAX_SGE ||
 	    cap->max_recv_sge > RNIC_MAX_SGE || cap->max_inline_data > RNIC_MAX_INLINE)
 		return -EINVAL;
@@ -123,6 +124,9 @@ int rnic_create_qp(struct rnic_pd *pd, const struct rnic_qp_init_attr *init,
 	if (!qp->cap.max_recv_sge)
 		qp->cap.max_recv_sge = 1;
 	qp->sq_sig_all = init->sq_sig_all;
+	qp->srq = init->srq;
+	if (qp->srq)
+		qp->srq->refs++;
 	qp->qpn = dev->qpn_base + i;
 	qp->state = RNIC_QPS_RESET;
 	qp->window = dev->window ? dev->window : RNIC_WINDOW_MIN;
@@ -148,6 +152,8 @@ int rnic_destroy_qp(struct rnic_qp *qp)
 	qp->pd->refs--;
 	qp->scq->refs--;
 	qp->rcq->refs--;
+	if (qp->srq)
+		qp->srq->refs--;
 	rnic_qp_release(qp);
 	return 0;
 }
@@ -207,6 +213,18 @@ void rnic_qp_error(struct rnic_qp *qp, enum rnic_wc_status head_status)
 		};
 
 		rnic_cq_push(qp->rcq, &wc);
+	}
+	/* an SRQ's WQEs stay with it, but one a message had taken is done */
+	if (qp->resp.srq_held) {
+		struct rnic_wc wc = {
+			.wr_id = qp->resp.srq_wqe.wr_id,
+			.status = RNIC_WC_WR_FLUSH_ERR,
+			.opcode = RNIC_WC_RECV,
+			.qp_num = qp->qpn,
+		};
+
+		rnic_cq_push(qp->rcq, &wc);
+		qp->resp.srq_held = 0;
 	}
 	qp->req.idx = qp->sq_tail;
 	qp->req.off = 0;
@@ -396,15 +414,16 @@ int rnic_sg_copy_in(const struct rnic_sge *sg, int n, uint64_t off,
 
 /* A local SGE is usable if its key names a region of this PD covering it,
  * with LOCAL_WRITE when we will write into it. */
-static int sge_ok(struct rnic_qp *qp, const struct rnic_sge *s, int need_write)
+static int sge_ok_pd(struct rnic_dev *dev, struct rnic_pd *pd, const struct rnic_sge *s,
+		     int need_write)
 {
 	struct rnic_mr *mr;
 	uint64_t start, end;
 
 	if (!s->length)
 		return 1;
-	mr = rnic_mr_lookup(qp->dev, s->lkey);
-	if (!mr || mr->pd != qp->pd)
+	mr = rnic_mr_lookup(dev, s->lkey);
+	if (!mr || mr->pd != pd)
 		return 0;
 	if (need_write && !(mr->access & RNIC_ACCESS_LOCAL_WRITE))
 		return 0;
@@ -431,6 +450,31 @@ static int post_inline(struct rnic_qp *qp, struct rnic_swqe *w,
 	w->sg[0] = (struct rnic_sge){ .addr = (uint64_t)(uintptr_t)w->inl, .length = len };
 	w->num_sge = 1;
 	w->len = len;
+	return 0;
+}
+
+static int sge_ok(struct rnic_qp *qp, const struct rnic_sge *s, int need_write)
+{
+	return sge_ok_pd(qp->dev, qp->pd, s, need_write);
+}
+
+int rnic_rwqe_fill(struct rnic_dev *dev, struct rnic_pd *pd, struct rnic_rwqe *w,
+		   const struct rnic_recv_wr *wr, uint32_t max_sge)
+{
+	uint64_t len = 0;
+
+	if (wr->num_sge < 0 || (uint32_t)wr->num_sge > max_sge)
+		return -EINVAL;
+	w->wr_id = wr->wr_id;
+	w->num_sge = (uint8_t)wr->num_sge;
+	w->status = RNIC_WC_SUCCESS;
+	for (int i = 0; i < wr->num_sge; i++) {
+		w->sg[i] = wr->sg_list[i];
+		len += wr->sg_list[i].length;
+		if (!sge_ok_pd(dev, pd, &wr->sg_list[i], 1))
+			w->status = RNIC_WC_LOC_PROT_ERR;
+	}
+	w->len = len > RNIC_MAX_MSG ? RNIC_MAX_MSG : (uint32_t)len;
 	return 0;
 }
 
@@ -504,9 +548,8 @@ int rnic_post_recv(struct rnic_qp *qp, struct rnic_recv_wr *wr,
 {
 	for (; wr; wr = wr->next) {
 		struct rnic_rwqe *w;
-		uint64_t len = 0;
 
-		if (qp->state == RNIC_QPS_RESET || wr->num_sge < 0 ||
+		if (qp->state == RNIC_QPS_RESET || qp->srq || wr->num_sge < 0 ||
 		    (uint32_t)wr->num_sge > qp->cap.max_recv_sge) {
 			*bad = wr;
 			return -EINVAL;
@@ -517,16 +560,7 @@ int rnic_post_recv(struct rnic_qp *qp, struct rnic_recv_wr *wr,
 			return -ENOMEM;
 		}
 		w = rq_wqe(qp, qp->rq_head);
-		w->wr_id = wr->wr_id;
-		w->num_sge = (uint8_t)wr->num_sge;
-		w->status = RNIC_WC_SUCCESS;
-		for (int i = 0; i < wr->num_sge; i++) {
-			w->sg[i] = wr->sg_list[i];
-			len += wr->sg_list[i].length;
-			if (!sge_ok(qp, &wr->sg_list[i], 1))
-				w->status = RNIC_WC_LOC_PROT_ERR;
-		}
-		w->len = len > RNIC_MAX_MSG ? RNIC_MAX_MSG : (uint32_t)len;
+		(void)rnic_rwqe_fill(qp->dev, qp->pd, w, wr, qp->cap.max_recv_sge);
 		qp->rq_head++;
 		if (qp->state == RNIC_QPS_ERR) {
 			struct rnic_wc wc = { .wr_id = w->wr_id, .status = RNIC_WC_WR_FLUSH_ERR,

@@ -78,7 +78,10 @@ static void recv_wc(struct rnic_qp *qp, struct rnic_rwqe *w, enum rnic_wc_status
 		wc.wc_flags |= RNIC_WC_WITH_IMM;
 	}
 	rnic_cq_push(qp->rcq, &wc);
-	qp->rq_tail++;
+	if (qp->srq)
+		qp->resp.srq_held = 0;
+	else
+		qp->rq_tail++;
 }
 
 /* Resolves [va, va+len) through rkey for the access acc; NULL if denied.
@@ -113,9 +116,30 @@ static void accepted(struct rnic_qp *qp, const struct rnic_pkt *pkt)
 	}
 }
 
+/* Receive WQEs: the QP's own queue, whose head WQE serves the message
+ * until it completes, or its SRQ, from which a message takes (copies) one
+ * when its first packet comes. */
 static int rq_empty(const struct rnic_qp *qp)
 {
+	if (qp->srq)
+		return qp->srq->rq_tail == qp->srq->rq_head;
 	return qp->rq_tail == qp->rq_head;
+}
+
+static struct rnic_rwqe *rwqe_take(struct rnic_qp *qp)
+{
+	struct rnic_srq *s = qp->srq;
+
+	if (!s)
+		return rq_wqe(qp, qp->rq_tail);
+	qp->resp.srq_wqe = s->rq[s->rq_tail++ & s->rq_mask];
+	qp->resp.srq_held = 1;
+	return &qp->resp.srq_wqe;
+}
+
+static struct rnic_rwqe *rwqe_cur(struct rnic_qp *qp)
+{
+	return qp->srq ? &qp->resp.srq_wqe : rq_wqe(qp, qp->rq_tail);
 }
 
 static void rnr(struct rnic_qp *qp, const struct rnic_pkt *pkt)
@@ -146,8 +170,10 @@ static void do_send(struct rnic_qp *qp, struct rnic_pkt *pkt)
 			return;
 		}
 		qp->resp.off = 0;
+		w = rwqe_take(qp);
+	} else {
+		w = rwqe_cur(qp);
 	}
-	w = rq_wqe(qp, qp->rq_tail);
 	if (!len_ok(qp, pkt) || (uint64_t)qp->resp.off + pkt->payload_len > RNIC_MAX_MSG) {
 		qp->dev->cnt.drop_bad_len++;
 		fatal(qp, AETH_NAK_INV_REQ, pkt, "length");
@@ -209,7 +235,7 @@ static void do_write(struct rnic_qp *qp, struct rnic_pkt *pkt)
 		qp->resp.in_msg = 0;
 		qp->resp.msn++;
 		if (pkt->mask & RNIC_IMMDT)
-			recv_wc(qp, rq_wqe(qp, qp->rq_tail), RNIC_WC_SUCCESS,
+			recv_wc(qp, rwqe_take(qp), RNIC_WC_SUCCESS,
 				RNIC_WC_RECV_RDMA_WITH_IMM, qp->resp.wlen, pkt);
 	} else {
 		qp->resp.in_msg = RNIC_WRITE;

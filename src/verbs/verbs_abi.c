@@ -94,6 +94,7 @@ _Static_assert(offsetof(struct verbs_cq, cq) == 0, "verbs_cq");
 _Static_assert(offsetof(struct verbs_qp, qpx) == 0, "verbs_qp");
 _Static_assert(offsetof(struct ibv_qp_ex, qp_base) == 0, "ibv_qp_ex.qp_base");
 _Static_assert(offsetof(struct verbs_channel, ch) == 0, "verbs_channel");
+_Static_assert(offsetof(struct verbs_srq, srq) == 0, "verbs_srq");
 _Static_assert(offsetof(struct verbs_dev, ibdev) == 0, "verbs_dev");
 /* numbering shared with the soft RNIC, used without translation */
 _Static_assert((int)IBV_WR_RDMA_WRITE == RNIC_WR_RDMA_WRITE &&

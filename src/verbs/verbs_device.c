@@ -266,6 +266,9 @@ VERBS_EXPORT int ibv_query_device(struct ibv_context *context, struct ibv_device
 	a->max_res_rd_atom = r.max_qp_rd_atom * r.max_qp;
 	a->max_qp_init_rd_atom = r.max_qp_rd_atom;
 	a->atomic_cap = IBV_ATOMIC_HCA;     /* 64-bit CmpSwap and FetchAdd, as rxe */
+	a->max_srq = r.max_qp;
+	a->max_srq_wr = r.max_qp_wr;
+	a->max_srq_sge = r.max_sge;
 	a->max_pkeys = 1;
 	a->local_ca_ack_delay = 15;
 	a->phys_port_cnt = 1;

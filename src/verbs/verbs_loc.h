@@ -84,6 +84,12 @@ struct verbs_mr {
  * waiting, as applications poll it).  A CQ destroyed with its event unread
  * leaves the count one too high: ibv_get_cq_event then finds no CQ and
  * reads again. */
+struct verbs_srq {
+	struct ibv_srq srq;
+	struct rnic_srq *rsrq;
+	uint32_t max_wr, max_sge;
+};
+
 struct verbs_channel {
 	struct ibv_comp_channel ch;
 	pthread_mutex_t mu;           /* the queue below */
@@ -122,6 +128,7 @@ static inline struct verbs_pd *to_vpd(struct ibv_pd *p) { return (struct verbs_p
 static inline struct verbs_mr *to_vmr(struct ibv_mr *m) { return (struct verbs_mr *)m; }
 static inline struct verbs_cq *to_vcq(struct ibv_cq *c) { return (struct verbs_cq *)c; }
 static inline struct verbs_qp *to_vqp(struct ibv_qp *q) { return (struct verbs_qp *)q; }
+static inline struct verbs_srq *to_vsrq(struct ibv_srq *s) { return (struct verbs_srq *)s; }
 static inline struct verbs_channel *to_vch(struct ibv_comp_channel *c)
 {
 	return (struct verbs_channel *)c;

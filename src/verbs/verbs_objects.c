@@ -404,7 +404,7 @@ struct ibv_qp *verbs_create_qp_ex(struct ibv_context *context, struct ibv_qp_ini
 		errno = EINVAL;
 		return NULL;
 	}
-	if (a->qp_type != IBV_QPT_RC || a->srq ||
+	if (a->qp_type != IBV_QPT_RC ||
 	    ((a->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) && (a->send_ops_flags & ~ops_ok))) {
 		errno = EOPNOTSUPP;
 		return NULL;
@@ -426,6 +426,12 @@ struct ibv_qp *verbs_create_qp_ex(struct ibv_context *context, struct ibv_qp_ini
 	init.cap.max_recv_sge = a->cap.max_recv_sge;
 	init.cap.max_inline_data = a->cap.max_inline_data;
 	init.sq_sig_all = a->sq_sig_all;
+	init.srq = a->srq ? to_vsrq(a->srq)->rsrq : NULL;
+	if (a->srq && a->srq->pd != a->pd) {
+		free(qp);
+		errno = EINVAL;
+		return NULL;
+	}
 	qp->cap = a->cap;
 	qp->sq_sig_all = a->sq_sig_all;
 	qp->is_ex = !!(a->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS);
@@ -449,6 +455,7 @@ struct ibv_qp *verbs_create_qp_ex(struct ibv_context *context, struct ibv_qp_ini
 	qp->qpx.qp_base.pd = a->pd;
 	qp->qpx.qp_base.send_cq = a->send_cq;
 	qp->qpx.qp_base.recv_cq = a->recv_cq;
+	qp->qpx.qp_base.srq = a->srq;
 	qp->qpx.qp_base.qp_num = rnic_qp_num(qp->rqp);
 	qp->qpx.qp_base.handle = qp->qpx.qp_base.qp_num;
 	qp->qpx.qp_base.state = IBV_QPS_RESET;
@@ -576,6 +583,7 @@ VERBS_EXPORT int ibv_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *a, int ma
 	a->cap = qp->cap;
 	init->cap = qp->cap;
 	init->sq_sig_all = qp->sq_sig_all;
+	init->srq = ibqp->srq;
 	init->send_cq = ibqp->send_cq;
 	init->recv_cq = ibqp->recv_cq;
 	init->qp_type = IBV_QPT_RC;
@@ -592,5 +600,79 @@ VERBS_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 	rnic_destroy_qp(qp->rqp);
 	pthread_mutex_unlock(&ctx->lock);
 	qp_destroy_parts(qp);
+	return 0;
+}
+
+/* ---- shared receive queues ------------------------------------------------ */
+
+/* An SRQ limit would raise IBV_EVENT_SRQ_LIMIT_REACHED, an asynchronous
+ * event this device does not raise yet: a limit is refused rather than
+ * accepted and never signalled. */
+VERBS_EXPORT struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *ia)
+{
+	struct verbs_ctx *ctx = to_vctx(pd->context);
+	struct rnic_srq_attr ra = { .max_wr = ia->attr.max_wr, .max_sge = ia->attr.max_sge };
+	struct verbs_srq *srq;
+	int err;
+
+	if (ia->attr.srq_limit) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	srq = calloc(1, sizeof(*srq));
+	if (!srq) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	pthread_mutex_lock(&ctx->lock);
+	err = rnic_create_srq(to_vpd(pd)->rpd, &ra, &srq->rsrq);
+	pthread_mutex_unlock(&ctx->lock);
+	if (err) {
+		free(srq);
+		neg_errno(err);
+		return NULL;
+	}
+	srq->max_wr = ra.max_wr;
+	srq->max_sge = ra.max_sge ? ra.max_sge : 1;
+	srq->srq.context = pd->context;
+	srq->srq.srq_context = ia->srq_context;
+	srq->srq.pd = pd;
+	pthread_mutex_init(&srq->srq.mutex, NULL);
+	pthread_cond_init(&srq->srq.cond, NULL);
+	ia->attr.max_sge = srq->max_sge;
+	return &srq->srq;
+}
+
+VERBS_EXPORT int ibv_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr, int mask)
+{
+	if (mask & ~(IBV_SRQ_MAX_WR | IBV_SRQ_LIMIT))
+		return EINVAL;
+	if ((mask & IBV_SRQ_MAX_WR) || ((mask & IBV_SRQ_LIMIT) && attr->srq_limit))
+		return EOPNOTSUPP;
+	return 0;                         /* a limit of 0: disarmed, as it is */
+}
+
+VERBS_EXPORT int ibv_query_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr)
+{
+	struct verbs_srq *srq = to_vsrq(ibsrq);
+
+	attr->max_wr = srq->max_wr;
+	attr->max_sge = srq->max_sge;
+	attr->srq_limit = 0;
+	return 0;
+}
+
+VERBS_EXPORT int ibv_destroy_srq(struct ibv_srq *ibsrq)
+{
+	struct verbs_ctx *ctx = to_vctx(ibsrq->context);
+	struct verbs_srq *srq = to_vsrq(ibsrq);
+	int err;
+
+	pthread_mutex_lock(&ctx->lock);
+	err = rnic_destroy_srq(srq->rsrq);
+	pthread_mutex_unlock(&ctx->lock);
+	if (err)
+		return -err;
+	free(srq);
 	return 0;
 }

@@ -122,10 +122,41 @@ int verbs_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv
 	return 0;
 }
 
-int verbs_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
+int verbs_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
 {
-	*bad = wr;
-	return EOPNOTSUPP;
+	struct verbs_ctx *ctx = to_vctx(ibsrq->context);
+	struct verbs_srq *srq = to_vsrq(ibsrq);
+	struct rnic_recv_wr r[POST_CHUNK], *rbad;
+	struct rnic_sge sge[POST_CHUNK][RNIC_MAX_SGE];
+	struct ibv_recv_wr *src[POST_CHUNK];
+
+	while (wr) {
+		int n = 0, e;
+
+		for (; wr && n < POST_CHUNK; wr = wr->next, n++) {
+			if (wr->num_sge < 0 || wr->num_sge > RNIC_MAX_SGE) {
+				*bad = wr;
+				return EINVAL;
+			}
+			r[n] = (struct rnic_recv_wr){ .wr_id = wr->wr_id, .sg_list = sge[n],
+						      .num_sge = wr->num_sge };
+			for (int i = 0; i < wr->num_sge; i++)
+				sge[n][i] = (struct rnic_sge){ wr->sg_list[i].addr,
+							       wr->sg_list[i].length,
+							       wr->sg_list[i].lkey };
+			src[n] = wr;
+			if (n)
+				r[n - 1].next = &r[n];
+		}
+		pthread_mutex_lock(&ctx->lock);
+		e = rnic_post_srq_recv(srq->rsrq, r, &rbad);
+		pthread_mutex_unlock(&ctx->lock);
+		if (e) {
+			*bad = src[rbad - r];
+			return -e;
+		}
+	}
+	return 0;
 }
 
 static void wc_to_ibv(const struct rnic_wc *r, struct ibv_wc *w)

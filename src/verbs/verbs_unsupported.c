@@ -6,8 +6,8 @@
  * refused here as a kernel device without the feature refuses it
  * (EOPNOTSUPP), so applications take their fallback paths:
  *   - UD/UC queue pairs and address handles, multicast: RC only;
- *   - shared receive queues, XRC, memory windows, device memory, dmabuf,
- *     object import between processes, ECE;
+ *   - XRC, memory windows, device memory, dmabuf, object import between
+ *     processes, ECE;
  * and the IBVERBS_PRIVATE_34 interface, which only hardware providers
  * (libmlx5, libefa, libmlx4: loaded by perftest's binaries) call, and
  * only on their own devices, of which there are none here.
@@ -51,26 +51,6 @@ VERBS_EXPORT struct ibv_ah *ibv_create_ah_from_wc(struct ibv_pd *pd, struct ibv_
 						  struct ibv_grh *grh, uint8_t port_num)
 {
 	return refuse_ptr();
-}
-
-VERBS_EXPORT struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *attr)
-{
-	return refuse_ptr();
-}
-
-VERBS_EXPORT int ibv_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr, int mask)
-{
-	return EOPNOTSUPP;
-}
-
-VERBS_EXPORT int ibv_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr)
-{
-	return EOPNOTSUPP;
-}
-
-VERBS_EXPORT int ibv_destroy_srq(struct ibv_srq *srq)
-{
-	return EOPNOTSUPP;
 }
 
 VERBS_EXPORT int ibv_attach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)

@@ -91,6 +91,9 @@ pair "ib_atomic_bw (fetch-add), server in A" 1 "$V ib_atomic_bw -x 1 -n 1000" "$
 pair "ib_atomic_bw -A CMP_AND_SWAP, server in B" 2 "$V ib_atomic_bw -x 1 -A CMP_AND_SWAP -n 1000" \
 	"$V ib_atomic_bw -x 1 -A CMP_AND_SWAP -n 1000" "$ATM"
 pair "ib_atomic_lat, server in B" 2 "$V ib_atomic_lat -x 1 -n 1000" "$V ib_atomic_lat -x 1 -n 1000" "$ATM"
+pair "ib_send_bw --use-srq -q 4 (4 QPs on one SRQ)" 1 "$V ib_send_bw -x 1 --use-srq -q 4 -n 500" \
+	"$V ib_send_bw -x 1 -q 4 -n 500" "$BW"
+grep -qE "Using SRQ${S}: ON" "$RN_TMP/$PORT.srv" && ok "the server used its SRQ" || not_ok "the server used its SRQ"
 pair "ib_write_bw without -x (perftest picks GID 1)" 1 "$V ib_write_bw -n 200" "$V ib_write_bw -n 200" "$BW"
 grep -qE "GID index${S}: 1" "$RN_TMP/$PORT.cli" && ok "perftest chose GID index 1" || not_ok "perftest chose GID index 1"
 pair "ib_write_bw -q 4 -a (4 QPs, every size)" 2 "$V ib_write_bw -x 1 -q 4 -a -n 20" \

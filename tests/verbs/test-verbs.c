@@ -578,6 +578,103 @@ static void test_atomics_exactly_once_under_loss(void **state)
 	free(f.ba);
 }
 
+/* Two QPs receive from one SRQ: interleaved multi-packet messages each
+ * take their own WQE; an empty SRQ makes the sender retry (RNR) until a
+ * WQE is posted. */
+static void test_srq(void **state)
+{
+	struct env *e = *state;
+	struct ibv_srq_init_attr sa = { .attr = { .max_wr = 16, .max_sge = 2 } };
+	struct ibv_srq_init_attr limited = { .attr = { .max_wr = 16, .max_sge = 1, .srq_limit = 4 } };
+	struct ibv_srq *srq;
+	struct ibv_srq_attr qa;
+	struct ibv_qp *r1, *r2;
+	struct ibv_qp_init_attr ia = { .send_cq = e->cq, .recv_cq = e->cq, .qp_type = IBV_QPT_RC,
+				       .cap = { .max_send_wr = 8, .max_send_sge = 1 } };
+	struct ibv_wc wc[8];
+	uint8_t *rx = e->bb;
+	int got, seen[3] = { 0 };
+
+	errno = 0;
+	assert_null(ibv_create_srq(e->pd, &limited));
+	assert_int_equal(errno, EOPNOTSUPP);
+	srq = ibv_create_srq(e->pd, &sa);
+	assert_non_null(srq);
+	assert_int_equal(ibv_query_srq(srq, &qa), 0);
+	assert_int_equal(qa.max_wr, 16);
+	ia.srq = srq;
+	r1 = ibv_create_qp(e->pd, &ia);
+	r2 = ibv_create_qp(e->pd, &ia);
+	assert_non_null(r1);
+	assert_non_null(r2);
+	assert_int_equal(ibv_destroy_srq(srq), EBUSY);
+	connect_pair(e, e->a, r1);
+	connect_pair(e, e->b, r2);
+	{   /* a QP on an SRQ has no receive queue of its own */
+		struct ibv_sge sg = { .addr = (uintptr_t)rx, .length = 64, .lkey = e->mb->lkey };
+		struct ibv_recv_wr wr = { .wr_id = 99, .sg_list = &sg, .num_sge = 1 }, *bad;
+
+		assert_int_equal(ibv_post_recv(r1, &wr, &bad), EINVAL);
+	}
+	for (int i = 0; i < 2; i++) {
+		struct ibv_sge sg = { .addr = (uintptr_t)rx + 8192 * i, .length = 8192,
+				      .lkey = e->mb->lkey };
+		struct ibv_recv_wr wr = { .wr_id = 100 + i, .sg_list = &sg, .num_sge = 1 }, *bad;
+
+		assert_int_equal(ibv_post_srq_recv(srq, &wr, &bad), 0);
+	}
+	memset(e->ba, 'A', 5000);
+	memset(e->ba + 8192, 'B', 3000);
+	for (int i = 0; i < 2; i++) {
+		struct ibv_sge sg = { .addr = (uintptr_t)e->ba + 8192 * i, .length = i ? 3000 : 5000,
+				      .lkey = e->ma->lkey };
+		struct ibv_send_wr wr = { .wr_id = 1 + i, .sg_list = &sg, .num_sge = 1,
+					  .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED }, *bad;
+
+		assert_int_equal(ibv_post_send(i ? e->b : e->a, &wr, &bad), 0);
+	}
+	got = poll_n(e->cq, 4, wc);
+	assert_int_equal(got, 4);
+	for (int i = 0; i < 4; i++) {
+		assert_int_equal(wc[i].status, IBV_WC_SUCCESS);
+		if (wc[i].opcode == IBV_WC_RECV) {
+			uint8_t *buf = rx + 8192 * (wc[i].wr_id - 100);
+			int from_a = wc[i].qp_num == r1->qp_num;
+
+			assert_true(wc[i].qp_num == r1->qp_num || wc[i].qp_num == r2->qp_num);
+			assert_int_equal(wc[i].byte_len, from_a ? 5000 : 3000);
+			for (uint32_t k = 0; k < wc[i].byte_len; k++)
+				assert_int_equal(buf[k], from_a ? 'A' : 'B');
+			seen[from_a]++;
+		}
+	}
+	assert_int_equal(seen[0], 1);
+	assert_int_equal(seen[1], 1);
+	/* empty SRQ: the sender is told RNR and retries until a WQE comes */
+	{
+		struct ibv_sge sg = { .addr = (uintptr_t)e->ba, .length = 100, .lkey = e->ma->lkey };
+		struct ibv_send_wr wr = { .wr_id = 7, .sg_list = &sg, .num_sge = 1,
+					  .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED }, *bad;
+		struct ibv_sge rsg = { .addr = (uintptr_t)rx, .length = 8192, .lkey = e->mb->lkey };
+		struct ibv_recv_wr rwr = { .wr_id = 102, .sg_list = &rsg, .num_sge = 1 }, *rbad;
+
+		assert_int_equal(ibv_post_send(e->b, &wr, &bad), 0);
+		{       /* for 100 ms nothing completes: the receiver has no WQE */
+			int64_t until = now_ns() + 100000000;
+
+			while (now_ns() < until)
+				assert_int_equal(ibv_poll_cq(e->cq, 1, wc), 0);
+		}
+		assert_int_equal(ibv_post_srq_recv(srq, &rwr, &rbad), 0);
+		assert_int_equal(poll_n(e->cq, 2, wc), 2);
+		assert_int_equal(wc[0].status, IBV_WC_SUCCESS);
+		assert_int_equal(wc[1].status, IBV_WC_SUCCESS);
+	}
+	assert_int_equal(ibv_destroy_qp(r1), 0);
+	assert_int_equal(ibv_destroy_qp(r2), 0);
+	assert_int_equal(ibv_destroy_srq(srq), 0);
+}
+
 static void test_completion_channel(void **state)
 {
 	struct env *e = *state;
@@ -619,13 +716,9 @@ static void test_completion_channel(void **state)
 static void test_refused_and_misc(void **state)
 {
 	struct env *e = *state;
-	struct ibv_srq_init_attr sa = { .attr = { .max_wr = 4, .max_sge = 1 } };
 	struct ibv_qp_init_attr ud = { .send_cq = e->cq, .recv_cq = e->cq, .qp_type = IBV_QPT_UD,
 				       .cap = { .max_send_wr = 1, .max_recv_wr = 1 } };
 
-	errno = 0;
-	assert_null(ibv_create_srq(e->pd, &sa));
-	assert_int_equal(errno, EOPNOTSUPP);
 	errno = 0;
 	assert_null(ibv_create_qp(e->pd, &ud));
 	assert_int_equal(errno, EOPNOTSUPP);
@@ -650,6 +743,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_wr_api, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_atomics, setup, teardown),
 		cmocka_unit_test(test_atomics_exactly_once_under_loss),
+		cmocka_unit_test_setup_teardown(test_srq, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_completion_channel, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_refused_and_misc, setup, teardown),
 	};
