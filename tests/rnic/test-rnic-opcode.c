@@ -19,9 +19,11 @@ static const uint8_t known[] = {
 	RC_RDMA_WRITE_ONLY, RC_RDMA_WRITE_ONLY_WITH_IMMEDIATE, RC_RDMA_READ_REQUEST,
 	RC_RDMA_READ_RESPONSE_FIRST, RC_RDMA_READ_RESPONSE_MIDDLE,
 	RC_RDMA_READ_RESPONSE_LAST, RC_RDMA_READ_RESPONSE_ONLY, RC_ACKNOWLEDGE, RNIC_CNP,
+	RC_ATOMIC_ACKNOWLEDGE, RC_COMPARE_SWAP, RC_FETCH_ADD,
 };
 
-/* Header lengths from the IB spec: BTH 12, RETH 16, AETH 4, ImmDt 4. */
+/* Header lengths from the IB spec: BTH 12, RETH 16, AETH 4, ImmDt 4,
+ * AtomicETH 28, AtomicAckETH 8. */
 static void test_lengths(void **state)
 {
 	assert_int_equal(rnic_opcode[RC_SEND_ONLY].length, 12);
@@ -34,7 +36,11 @@ static void test_lengths(void **state)
 	assert_int_equal(rnic_opcode[RC_RDMA_READ_RESPONSE_FIRST].length, 16);
 	assert_int_equal(rnic_opcode[RC_ACKNOWLEDGE].length, 16);
 	assert_int_equal(rnic_opcode[RNIC_CNP].length, 28);
-	assert_int_equal(rnic_opcode[0x13].mask, 0);       /* atomics: not supported */
+	assert_int_equal(rnic_opcode[RC_COMPARE_SWAP].length, 40);
+	assert_int_equal(rnic_opcode[RC_FETCH_ADD].length, 40);
+	assert_int_equal(rnic_opcode[RC_ATOMIC_ACKNOWLEDGE].length, 24);
+	assert_int_equal(rnic_opcode[RC_ATOMIC_ACKNOWLEDGE].offset[RNIC_EXT_ATMACK], 16);
+	assert_int_equal(rnic_opcode[0x15].mask, 0);       /* RC reserved */
 	assert_int_equal(rnic_opcode[0x64].mask, 0);       /* UD */
 }
 
@@ -46,6 +52,8 @@ static void test_roundtrip_every_opcode(void **state)
 			.opcode = known[i], .se = 1, .pad = 2, .ackreq = 1, .qpn = 0xabcdef,
 			.psn = 0xfedcba, .va = 0x0123456789abcdefull, .rkey = 0xdeadbeef,
 			.dma_len = 0x10000, .syndrome = 0x1f, .msn = 0x123456, .imm = 0xcafef00d,
+			.swap_add = 0x1122334455667788ull, .compare = 0x99aabbccddeeff00ull,
+			.orig = 0x0102030405060708ull,
 		};
 		uint8_t buf[RNIC_MAX_HDR + 64];
 		struct rnic_pkt pkt;
@@ -77,6 +85,14 @@ static void test_roundtrip_every_opcode(void **state)
 		}
 		if (op->mask & RNIC_IMMDT)
 			assert_int_equal(pkt_imm(&pkt), 0xcafef00d);
+		if (op->mask & RNIC_ATMETH) {
+			assert_true(rn_get64(pkt_atmeth(&pkt)->va) == 0x0123456789abcdefull);
+			assert_int_equal(rn_get32(pkt_atmeth(&pkt)->rkey), 0xdeadbeef);
+			assert_true(rn_get64(pkt_atmeth(&pkt)->swap_add) == 0x1122334455667788ull);
+			assert_true(rn_get64(pkt_atmeth(&pkt)->compare) == 0x99aabbccddeeff00ull);
+		}
+		if (op->mask & RNIC_ATMACK)
+			assert_true(pkt_atmack_orig(&pkt) == 0x0102030405060708ull);
 	}
 }
 
@@ -89,8 +105,10 @@ static void test_parse_rejects(void **state)
 	assert_int_equal(rnic_hdr_build(buf, &f), 12);
 	assert_int_equal(rnic_hdr_parse(&pkt, buf, 16), 0);
 	assert_int_not_equal(rnic_hdr_parse(&pkt, buf, 15), 0);      /* no room for ICRC */
-	buf[0] = 0x13;                                                /* atomic */
-	assert_int_not_equal(rnic_hdr_parse(&pkt, buf, 40), 0);
+	buf[0] = RC_FETCH_ADD;                       /* BTH + AtomicETH + ICRC: 44 */
+	assert_int_not_equal(rnic_hdr_parse(&pkt, buf, 43), 0);
+	assert_int_equal(rnic_hdr_parse(&pkt, buf, 44), 0);
+	assert_int_not_equal(rnic_hdr_parse(&pkt, buf, 48), 0);       /* no payload */
 	buf[0] = RC_SEND_ONLY;
 	buf[1] = 0x01;                                                /* TVer 1 */
 	assert_int_not_equal(rnic_hdr_parse(&pkt, buf, 16), 0);
