@@ -46,7 +46,7 @@ static struct rnic_qp *make_qp(struct rnic_dev *dev, struct rnic_pd *pd, struct 
 		.cap = { .max_send_wr = 16, .max_recv_wr = 16, .max_send_sge = 2, .max_recv_sge = 2 } };
 	struct rnic_qp_attr a = { .qp_state = RNIC_QPS_INIT, .port_num = 1,
 		.qp_access_flags = RNIC_ACCESS_LOCAL_WRITE | RNIC_ACCESS_REMOTE_WRITE |
-				   RNIC_ACCESS_REMOTE_READ };
+				   RNIC_ACCESS_REMOTE_READ | RNIC_ACCESS_REMOTE_ATOMIC };
 	struct rnic_qp *qp;
 
 	if (rnic_create_qp(pd, &ia, &qp))
@@ -71,13 +71,14 @@ static struct rnic_qp *make_qp(struct rnic_dev *dev, struct rnic_pd *pd, struct 
 	rnic_modify_qp(qp, &a, RNIC_QP_STATE | RNIC_QP_SQ_PSN | RNIC_QP_TIMEOUT | RNIC_QP_RETRY_CNT |
 		       RNIC_QP_RNR_RETRY | RNIC_QP_MAX_QP_RD_ATOMIC);
 	/* something to complete and something to receive into */
-	for (int k = 0; k < 4; k++) {
-		struct rnic_sge sg = { (uintptr_t)mem[i] + k * 4096, 3000, rnic_mr_lkey(mr) };
+	for (int k = 0; k < 7; k++) {   /* every opcode, atomics (8-byte SGE) included */
+		struct rnic_sge sg = { (uintptr_t)mem[i] + (k % 4) * 4096,
+				       k >= RNIC_WR_ATOMIC_CMP_AND_SWP ? 8 : 3000, rnic_mr_lkey(mr) };
 		struct rnic_recv_wr rw = { .wr_id = k, .sg_list = &sg, .num_sge = 1 }, *rb;
 		struct rnic_send_wr sw = { .wr_id = k, .sg_list = &sg, .num_sge = 1,
-					   .opcode = (enum rnic_wr_opcode)(k % 5),
+					   .opcode = (enum rnic_wr_opcode)k,
 					   .send_flags = RNIC_SEND_SIGNALED, .remote_addr = 0x1000,
-					   .rkey = 0x55 }, *sb;
+					   .rkey = 0x55, .compare_add = 1, .swap = 2 }, *sb;
 
 		rnic_post_recv(qp, &rw, &rb);
 		rnic_post_send(qp, &sw, &sb);
@@ -98,6 +99,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	rnic_alloc_pd(dev, &pd);
 	rnic_create_cq(dev, 256, &cq);
 	rnic_reg_mr(pd, mem, sizeof(mem), RNIC_ACCESS_LOCAL_WRITE | RNIC_ACCESS_REMOTE_WRITE |
+		    RNIC_ACCESS_REMOTE_ATOMIC |
 		    RNIC_ACCESS_REMOTE_READ, &mr);
 	qp[0] = make_qp(dev, pd, cq, mr, 0);
 	qp[1] = make_qp(dev, pd, cq, mr, 1);
