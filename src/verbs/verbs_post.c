@@ -85,34 +85,50 @@ int verbs_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send
 	return err;
 }
 
-int verbs_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
+/* Translates up to POST_CHUNK receive WRs from *wr (advanced past them)
+ * into r[], linked; src[] remembers each one's origin.  Returns how many;
+ * a WR with a bad SGE count ends the chunk (*wr stays at it), and -1 when
+ * it is the first. */
+static int recv_chunk(struct ibv_recv_wr **wr, struct rnic_recv_wr *r,
+		      struct rnic_sge (*sge)[RNIC_MAX_SGE], struct ibv_recv_wr **src)
 {
-	struct verbs_ctx *ctx = to_vctx(ibqp->context);
-	struct verbs_qp *qp = to_vqp(ibqp);
+	int n = 0;
+
+	for (struct ibv_recv_wr *w = *wr; w && n < POST_CHUNK; w = w->next, n++) {
+		if (w->num_sge < 0 || w->num_sge > RNIC_MAX_SGE) {
+			*wr = w;
+			return n ? n : -1;
+		}
+		r[n] = (struct rnic_recv_wr){ .wr_id = w->wr_id, .sg_list = sge[n],
+					      .num_sge = w->num_sge };
+		for (int i = 0; i < w->num_sge; i++)
+			sge[n][i] = (struct rnic_sge){ w->sg_list[i].addr, w->sg_list[i].length,
+						       w->sg_list[i].lkey };
+		src[n] = w;
+		if (n)
+			r[n - 1].next = &r[n];
+		*wr = w->next;
+	}
+	return n;
+}
+
+/* Posts a chain of receive WRs to a QP's queue (srq NULL) or an SRQ. */
+static int post_recv_to(struct verbs_ctx *ctx, struct rnic_qp *qp, struct rnic_srq *srq,
+			struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
+{
 	struct rnic_recv_wr r[POST_CHUNK], *rbad;
 	struct rnic_sge sge[POST_CHUNK][RNIC_MAX_SGE];
 	struct ibv_recv_wr *src[POST_CHUNK];
 
 	while (wr) {
-		int n = 0, e;
+		int n = recv_chunk(&wr, r, sge, src), e;
 
-		for (; wr && n < POST_CHUNK; wr = wr->next, n++) {
-			if (wr->num_sge < 0 || wr->num_sge > RNIC_MAX_SGE) {
-				*bad = wr;
-				return EINVAL;
-			}
-			r[n] = (struct rnic_recv_wr){ .wr_id = wr->wr_id, .sg_list = sge[n],
-						      .num_sge = wr->num_sge };
-			for (int i = 0; i < wr->num_sge; i++)
-				sge[n][i] = (struct rnic_sge){ wr->sg_list[i].addr,
-							       wr->sg_list[i].length,
-							       wr->sg_list[i].lkey };
-			src[n] = wr;
-			if (n)
-				r[n - 1].next = &r[n];
+		if (n < 0) {
+			*bad = wr;
+			return EINVAL;
 		}
 		pthread_mutex_lock(&ctx->lock);
-		e = rnic_post_recv(qp->rqp, r, &rbad);
+		e = srq ? rnic_post_srq_recv(srq, r, &rbad) : rnic_post_recv(qp, r, &rbad);
 		pthread_mutex_unlock(&ctx->lock);
 		if (e) {
 			*bad = src[rbad - r];
@@ -122,41 +138,14 @@ int verbs_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv
 	return 0;
 }
 
+int verbs_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
+{
+	return post_recv_to(to_vctx(ibqp->context), to_vqp(ibqp)->rqp, NULL, wr, bad);
+}
+
 int verbs_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
 {
-	struct verbs_ctx *ctx = to_vctx(ibsrq->context);
-	struct verbs_srq *srq = to_vsrq(ibsrq);
-	struct rnic_recv_wr r[POST_CHUNK], *rbad;
-	struct rnic_sge sge[POST_CHUNK][RNIC_MAX_SGE];
-	struct ibv_recv_wr *src[POST_CHUNK];
-
-	while (wr) {
-		int n = 0, e;
-
-		for (; wr && n < POST_CHUNK; wr = wr->next, n++) {
-			if (wr->num_sge < 0 || wr->num_sge > RNIC_MAX_SGE) {
-				*bad = wr;
-				return EINVAL;
-			}
-			r[n] = (struct rnic_recv_wr){ .wr_id = wr->wr_id, .sg_list = sge[n],
-						      .num_sge = wr->num_sge };
-			for (int i = 0; i < wr->num_sge; i++)
-				sge[n][i] = (struct rnic_sge){ wr->sg_list[i].addr,
-							       wr->sg_list[i].length,
-							       wr->sg_list[i].lkey };
-			src[n] = wr;
-			if (n)
-				r[n - 1].next = &r[n];
-		}
-		pthread_mutex_lock(&ctx->lock);
-		e = rnic_post_srq_recv(srq->rsrq, r, &rbad);
-		pthread_mutex_unlock(&ctx->lock);
-		if (e) {
-			*bad = src[rbad - r];
-			return -e;
-		}
-	}
-	return 0;
+	return post_recv_to(to_vctx(ibsrq->context), NULL, to_vsrq(ibsrq)->rsrq, wr, bad);
 }
 
 static void wc_to_ibv(const struct rnic_wc *r, struct ibv_wc *w)

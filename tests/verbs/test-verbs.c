@@ -334,6 +334,26 @@ static void test_send_write_read_with_imm(void **state)
 	assert_int_equal(wc[0].opcode, IBV_WC_RDMA_READ);
 	assert_memory_equal(e->ba + 32768, e->bb + 1000, 3000);
 
+	/* a chain with a bad WR: those before it are posted, *bad points at it */
+	{
+		struct ibv_sge rs = { .addr = (uintptr_t)e->bb, .length = 64, .lkey = e->mb->lkey };
+		struct ibv_recv_wr rw[3] = {
+			{ .wr_id = 31, .sg_list = &rs, .num_sge = 1, .next = &rw[1] },
+			{ .wr_id = 32, .sg_list = &rs, .num_sge = 17, .next = &rw[2] },
+			{ .wr_id = 33, .sg_list = &rs, .num_sge = 1 },
+		}, *rbad = NULL;
+		struct ibv_sge ss = { .addr = (uintptr_t)e->ba, .length = 8, .lkey = e->ma->lkey };
+		struct ibv_send_wr sw = { .wr_id = 34, .sg_list = &ss, .num_sge = 1,
+					  .opcode = IBV_WR_SEND }, *sbad;
+
+		assert_int_equal(ibv_post_recv(e->b, rw, &rbad), EINVAL);
+		assert_ptr_equal(rbad, &rw[1]);
+		assert_int_equal(ibv_post_send(e->a, &sw, &sbad), 0);
+		assert_int_equal(poll_n(e->cq, 1, wc), 1);
+		assert_int_equal(wc[0].wr_id, 31);
+		assert_int_equal(wc[0].status, IBV_WC_SUCCESS);
+	}
+
 	/* a bad lkey completes in error, as hardware reports it */
 	sg.lkey = 0xdead00;
 	wr.wr_id = 12;
