@@ -195,9 +195,8 @@ VERBS_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
 	ctx_set_ops(ctx);
 	ctx->vctx.context.device = device;
 	ctx->vctx.context.num_comp_vectors = 1;
-	/* Never signalled: the soft RNIC raises no asynchronous events yet,
-	 * but applications poll this descriptor. */
-	ctx->vctx.context.async_fd = eventfd(0, EFD_CLOEXEC);
+	/* Counts the asynchronous events waiting (verbs_notify_qps). */
+	ctx->vctx.context.async_fd = eventfd(0, EFD_CLOEXEC | EFD_SEMAPHORE);
 	ctx->vctx.context.cmd_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	if (ctx->vctx.context.async_fd < 0 || ctx->vctx.context.cmd_fd < 0) {
 		err = -errno;
@@ -205,6 +204,7 @@ VERBS_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
 	}
 	pthread_mutex_init(&ctx->vctx.context.mutex, NULL);
 	pthread_mutex_init(&ctx->lock, NULL);
+	pthread_mutex_init(&ctx->async_mu, NULL);
 	err = verbs_progress_start(ctx);
 	if (err)
 		goto fail;

@@ -45,6 +45,9 @@ struct verbs_dev {
 };
 
 struct verbs_cq;
+struct verbs_qp;
+
+#define VERBS_ASYNC_QUEUE 64
 
 struct verbs_ctx {
 	struct verbs_context vctx;    /* ends with the ibv_context */
@@ -52,6 +55,12 @@ struct verbs_ctx {
 	struct rnic_dev *rnic;
 	pthread_mutex_t lock;         /* the RNIC and every object below */
 	struct verbs_cq *cqs;         /* for completion events */
+	struct verbs_qp *qps;         /* for asynchronous events */
+	/* asynchronous events not yet read; async_fd (an eventfd in semaphore
+	 * mode) counts them */
+	pthread_mutex_t async_mu;
+	struct ibv_async_event async_q[VERBS_ASYNC_QUEUE];
+	unsigned async_head, async_tail;      /* free-running */
 	/* progress thread */
 	pthread_t thread;
 	int thread_running;
@@ -112,6 +121,9 @@ struct verbs_qp {
 	struct ibv_qp_cap cap;        /* as created */
 	int sq_sig_all;
 	int is_ex;                    /* created with send ops: ibv_qp_to_qp_ex */
+	struct verbs_qp *next;        /* in ctx->qps */
+	int err_seen;                 /* in ERR, reported or set by the application */
+	uint32_t events_reported;     /* asynchronous events handed out */
 	/* the WR-building API (ibv_wr_start .. ibv_wr_complete) */
 	struct rnic_send_wr *wr;      /* max_send_wr entries */
 	struct rnic_sge *sge;         /* max_send_sge per entry */
@@ -156,6 +168,10 @@ void verbs_app_polled(struct verbs_ctx *ctx, int got);
 /* Runs the RNIC once and raises completion events; caller holds ctx->lock. */
 void verbs_progress_locked(struct verbs_ctx *ctx, uint64_t now_ns);
 void verbs_notify_cqs(struct verbs_ctx *ctx);
+/* A QP the transport moved to ERR raises IBV_EVENT_QP_FATAL (caller holds
+ * ctx->lock); verbs_async_forget drops the unread events of a QP. */
+void verbs_notify_qps(struct verbs_ctx *ctx);
+void verbs_async_forget(struct verbs_ctx *ctx, struct ibv_qp *qp);
 /* Takes CQ out of its channel's queue (it is being destroyed). */
 void verbs_channel_forget(struct verbs_cq *cq);
 

@@ -174,19 +174,39 @@ VERBS_EXPORT int ibv_dofork_range(void *base, size_t size)
 
 /* ---- asynchronous events ---------------------------------------------------- */
 
-/* None are raised yet: a QP's errors show in its completions.  The call
- * blocks on the context's async descriptor as libibverbs' does (or fails
- * with EAGAIN when the application made it non-blocking). */
+/* Raised: IBV_EVENT_QP_FATAL when the transport moves a QP to ERR (retry
+ * or RNR retry exceeded, a NAK, a local error); not when the application
+ * does.  The call blocks on the context's async descriptor as libibverbs'
+ * does (or fails with EAGAIN when the application made it non-blocking). */
 VERBS_EXPORT int ibv_get_async_event(struct ibv_context *context, struct ibv_async_event *event)
 {
+	struct verbs_ctx *ctx = to_vctx(context);
+	int got = 0;
 	uint64_t v;
 
-	if (read(context->async_fd, &v, sizeof(v)) != (ssize_t)sizeof(v))
-		return -1;
-	errno = EIO;
-	return -1;
+	while (!got) {
+		if (read(context->async_fd, &v, sizeof(v)) != (ssize_t)sizeof(v))
+			return -1;
+		pthread_mutex_lock(&ctx->async_mu);
+		if (ctx->async_tail != ctx->async_head) {
+			*event = ctx->async_q[ctx->async_tail++ % VERBS_ASYNC_QUEUE];
+			got = event->element.qp != NULL;     /* NULL: its QP is gone */
+			if (got)
+				to_vqp(event->element.qp)->events_reported++;
+		}
+		pthread_mutex_unlock(&ctx->async_mu);
+	}
+	return 0;
 }
 
 VERBS_EXPORT void ibv_ack_async_event(struct ibv_async_event *event)
 {
+	struct ibv_qp *qp = event->element.qp;
+
+	if (event->event_type != IBV_EVENT_QP_FATAL || !qp)
+		return;
+	pthread_mutex_lock(&qp->mutex);
+	qp->events_completed++;
+	pthread_cond_broadcast(&qp->cond);
+	pthread_mutex_unlock(&qp->mutex);
 }

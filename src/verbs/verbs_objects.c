@@ -462,6 +462,10 @@ struct ibv_qp *verbs_create_qp_ex(struct ibv_context *context, struct ibv_qp_ini
 	qp->qpx.qp_base.qp_type = IBV_QPT_RC;
 	pthread_mutex_init(&qp->qpx.qp_base.mutex, NULL);
 	pthread_cond_init(&qp->qpx.qp_base.cond, NULL);
+	pthread_mutex_lock(&ctx->lock);
+	qp->next = ctx->qps;
+	ctx->qps = qp;
+	pthread_mutex_unlock(&ctx->lock);
 	verbs_progress_kick(ctx);
 	return &qp->qpx.qp_base;
 }
@@ -537,8 +541,11 @@ VERBS_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *a, int m
 		err = -EINVAL;
 	else
 		err = rnic_modify_qp(qp->rqp, &r, rmask);
-	if (!err)
+	if (!err) {
 		ibqp->state = to_ibv_state[rnic_qp_state(qp->rqp)];
+		/* ERR set by the application raises no event */
+		qp->err_seen = ibqp->state == IBV_QPS_ERR;
+	}
 	pthread_mutex_unlock(&ctx->lock);
 	verbs_progress_kick(ctx);
 	return -err;
@@ -596,9 +603,21 @@ VERBS_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 	struct verbs_ctx *ctx = to_vctx(ibqp->context);
 	struct verbs_qp *qp = to_vqp(ibqp);
 
+	struct verbs_qp **p;
+
 	pthread_mutex_lock(&ctx->lock);
+	for (p = &ctx->qps; *p && *p != qp; p = &(*p)->next)
+		;
+	if (*p)
+		*p = qp->next;
 	rnic_destroy_qp(qp->rqp);
 	pthread_mutex_unlock(&ctx->lock);
+	verbs_async_forget(ctx, ibqp);
+	/* as libibverbs: every event handed out must have been acknowledged */
+	pthread_mutex_lock(&ibqp->mutex);
+	while (ibqp->events_completed != qp->events_reported)
+		pthread_cond_wait(&ibqp->cond, &ibqp->mutex);
+	pthread_mutex_unlock(&ibqp->mutex);
 	qp_destroy_parts(qp);
 	return 0;
 }

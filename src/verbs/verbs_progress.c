@@ -92,10 +92,44 @@ void verbs_notify_cqs(struct verbs_ctx *ctx)
 	}
 }
 
+void verbs_notify_qps(struct verbs_ctx *ctx)
+{
+	for (struct verbs_qp *qp = ctx->qps; qp; qp = qp->next) {
+		uint64_t one = 1;
+
+		if (qp->err_seen || rnic_qp_state(qp->rqp) != RNIC_QPS_ERR)
+			continue;
+		qp->err_seen = 1;
+		qp->qpx.qp_base.state = IBV_QPS_ERR;
+		pthread_mutex_lock(&ctx->async_mu);
+		if (ctx->async_head - ctx->async_tail < VERBS_ASYNC_QUEUE) {
+			struct ibv_async_event *ev = &ctx->async_q[ctx->async_head++ % VERBS_ASYNC_QUEUE];
+
+			ev->event_type = IBV_EVENT_QP_FATAL;
+			ev->element.qp = &qp->qpx.qp_base;
+			(void)!write(ctx->vctx.context.async_fd, &one, sizeof(one));
+		}
+		pthread_mutex_unlock(&ctx->async_mu);
+	}
+}
+
+void verbs_async_forget(struct verbs_ctx *ctx, struct ibv_qp *qp)
+{
+	pthread_mutex_lock(&ctx->async_mu);
+	for (unsigned i = ctx->async_tail; i != ctx->async_head; i++) {
+		struct ibv_async_event *ev = &ctx->async_q[i % VERBS_ASYNC_QUEUE];
+
+		if (ev->element.qp == qp)
+			ev->element.qp = NULL;        /* read and skipped */
+	}
+	pthread_mutex_unlock(&ctx->async_mu);
+}
+
 void verbs_progress_locked(struct verbs_ctx *ctx, uint64_t now_ns)
 {
 	rnic_progress(ctx->rnic, now_ns);
 	verbs_notify_cqs(ctx);
+	verbs_notify_qps(ctx);
 }
 
 void verbs_progress_kick(struct verbs_ctx *ctx)
@@ -185,6 +219,7 @@ static void *progress_main(void *arg)
 		pthread_mutex_lock(&ctx->lock);
 		moved = rnic_progress(ctx->rnic, now);
 		verbs_notify_cqs(ctx);
+		verbs_notify_qps(ctx);
 		now = rnic_now_ns();
 		due = rnic_next_due(ctx->rnic, now);
 		pthread_mutex_unlock(&ctx->lock);

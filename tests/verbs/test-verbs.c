@@ -695,6 +695,43 @@ static void test_srq(void **state)
 	assert_int_equal(ibv_destroy_srq(srq), 0);
 }
 
+/* The transport failing a QP raises IBV_EVENT_QP_FATAL on the async fd;
+ * the application moving it to ERR does not. */
+static void test_async_qp_fatal(void **state)
+{
+	struct env *e = *state;
+	struct ibv_async_event ev;
+	struct ibv_wc wc;
+	struct pollfd p = { .fd = e->ctx->async_fd, .events = POLLIN };
+	struct ibv_sge sg = { .addr = (uintptr_t)e->ba, .length = 64, .lkey = e->ma->lkey };
+	struct ibv_send_wr wr = { .wr_id = 1, .sg_list = &sg, .num_sge = 1, .opcode = IBV_WR_SEND,
+				  .send_flags = IBV_SEND_SIGNALED }, *bad;
+	struct ibv_qp_attr qa = { .qp_state = IBV_QPS_RTS, .timeout = 4, .retry_cnt = 1,
+				  .rnr_retry = 7, .sq_psn = 100, .max_rd_atomic = 1 };
+
+	/* a talks to a QP number nobody has: its send is never answered */
+	assert_int_equal(to_init(e->a), 0);
+	assert_int_equal(to_rtr(e, e->a, 0xabcdef), 0);
+	assert_int_equal(ibv_modify_qp(e->a, &qa, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+				       IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC), 0);
+	assert_int_equal(poll(&p, 1, 0), 0);
+	assert_int_equal(ibv_post_send(e->a, &wr, &bad), 0);
+	assert_int_equal(poll_n(e->cq, 1, &wc), 1);
+	assert_int_equal(wc.status, IBV_WC_RETRY_EXC_ERR);
+	assert_int_equal(poll(&p, 1, 3000), 1);
+	assert_int_equal(ibv_get_async_event(e->ctx, &ev), 0);
+	assert_int_equal(ev.event_type, IBV_EVENT_QP_FATAL);
+	assert_ptr_equal(ev.element.qp, e->a);
+	assert_int_equal(e->a->state, IBV_QPS_ERR);
+	ibv_ack_async_event(&ev);
+	assert_int_equal(poll(&p, 1, 0), 0);
+	/* ERR by the application: no event */
+	qa.qp_state = IBV_QPS_ERR;
+	assert_int_equal(ibv_modify_qp(e->b, &qa, IBV_QP_STATE), 0);
+	assert_int_equal(ibv_poll_cq(e->cq, 1, &wc), 0);
+	assert_int_equal(poll(&p, 1, 50), 0);
+}
+
 static void test_completion_channel(void **state)
 {
 	struct env *e = *state;
@@ -764,6 +801,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_atomics, setup, teardown),
 		cmocka_unit_test(test_atomics_exactly_once_under_loss),
 		cmocka_unit_test_setup_teardown(test_srq, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_async_qp_fatal, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_completion_channel, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_refused_and_misc, setup, teardown),
 	};
