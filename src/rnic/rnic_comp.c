@@ -247,38 +247,68 @@ static int implicit_ack_ok(struct rnic_qp *qp, uint32_t psn)
 	return 0;
 }
 
-static void do_read_resp(struct rnic_qp *qp, struct rnic_pkt *pkt, uint64_t now_ns)
+/* A read response or atomic acknowledge at pkt->psn: the oldest
+ * outstanding WQE, once what precedes the PSN is acknowledged (the first
+ * response of a READ or atomic acknowledges the SEND/WRITEs before it).
+ * NULL, counted, for a stale, unsent or out-of-sequence response (the
+ * latter starts a go-back-N). */
+static struct rnic_swqe *response_wqe(struct rnic_qp *qp, const struct rnic_pkt *pkt,
+				      uint64_t now_ns)
 {
 	struct rnic_dev *dev = qp->dev;
-	uint32_t psn = pkt->psn, off, remaining, plen = pkt->payload_len;
+	uint32_t psn = pkt->psn;
 	int32_t c = psn_compare(psn, qp->comp.psn);
-	struct rnic_swqe *w;
-	int last_pkt;
 
 	if (c < 0) {
 		dev->cnt.drop_duplicate++;
-		return;
+		return NULL;
 	}
 	if (!psn_valid(qp, psn, 0)) {
-		rnic_trace(dev, "qp %#x: read response psn %#x not sent for (max %#x)\n",
-			   qp->qpn, psn, qp->req.max_psn);
+		rnic_trace(dev, "qp %#x: %s psn %#x not sent for (max %#x)\n", qp->qpn,
+			   rnic_opcode[pkt->opcode].name, psn, qp->req.max_psn);
 		dev->cnt.drop_bad_resp++;
-		return;
+		return NULL;
 	}
 	if (c > 0) {
 		if (!(pkt->mask & RNIC_FIRST) || !implicit_ack_ok(qp, psn)) {
 			dev->cnt.drop_out_of_seq++;
 			go_back(qp, qp->comp.psn);
-			return;
+			return NULL;
 		}
 		if (ack_upto(qp, psn_add(psn, BTH_PSN_MASK), now_ns))
-			return;
+			return NULL;
 	}
 	if (qp->sq_tail == qp->req.sent_idx) {
 		dev->cnt.drop_bad_resp++;
-		return;
+		return NULL;
 	}
-	w = sq_wqe(qp, qp->sq_tail);
+	return sq_wqe(qp, qp->sq_tail);
+}
+
+/* The response at psn was placed: comp.psn moves past it; the last one
+ * of a request frees a read/atomic slot, the last of the WQE completes it. */
+static void response_placed(struct rnic_qp *qp, struct rnic_swqe *w, uint32_t psn,
+			    int request_done, int wqe_done, uint64_t now_ns)
+{
+	qp->comp.psn = psn_add(psn, 1);
+	cwnd_grow(qp, 1);
+	if (request_done && qp->req.rd_out)
+		qp->req.rd_out--;
+	if (wqe_done)
+		complete(qp, w);
+	sync_req(qp);
+	progress(qp, now_ns);
+}
+
+static void do_read_resp(struct rnic_qp *qp, struct rnic_pkt *pkt, uint64_t now_ns)
+{
+	struct rnic_dev *dev = qp->dev;
+	uint32_t psn = pkt->psn, off, remaining, plen = pkt->payload_len;
+	struct rnic_swqe *w = response_wqe(qp, pkt, now_ns);
+	int last_pkt;
+
+	if (!w)
+		return;
 	if (w->opcode != RNIC_WR_RDMA_READ || psn_compare(psn, w->first_psn) < 0 ||
 	    psn_compare(psn, w->last_psn) > 0) {
 		rnic_trace(dev, "qp %#x: read response psn %#x matches no READ\n", qp->qpn, psn);
@@ -299,48 +329,25 @@ static void do_read_resp(struct rnic_qp *qp, struct rnic_pkt *pkt, uint64_t now_
 		dev->cnt.drop_bad_len++;
 		return;
 	}
-	qp->comp.psn = psn_add(psn, 1);
-	cwnd_grow(qp, 1);
-	if ((pkt->mask & RNIC_LAST) && qp->req.rd_out)
-		qp->req.rd_out--;
-	if (last_pkt)
-		complete(qp, w);
-	sync_req(qp);
-	progress(qp, now_ns);
+	response_placed(qp, w, psn, !!(pkt->mask & RNIC_LAST), last_pkt, now_ns);
 }
 
-/* An atomic acknowledge: the original value for the atomic at its PSN
- * (which it also acknowledges, with the SEND/WRITEs before it). */
+/* An atomic acknowledge: the original value for the atomic at its PSN. */
 static void do_atomic_ack(struct rnic_qp *qp, struct rnic_pkt *pkt, uint64_t now_ns)
 {
 	struct rnic_dev *dev = qp->dev;
 	uint32_t psn = pkt->psn;
-	int32_t c = psn_compare(psn, qp->comp.psn);
 	uint64_t orig = pkt_atmack_orig(pkt);
 	struct rnic_swqe *w;
 
-	if (c < 0) {
-		dev->cnt.drop_duplicate++;
-		return;
-	}
-	if (!psn_valid(qp, psn, 0) || (aeth_syndrome(pkt) & AETH_TYPE_MASK) != AETH_ACK) {
+	if (psn_compare(psn, qp->comp.psn) >= 0 &&
+	    (aeth_syndrome(pkt) & AETH_TYPE_MASK) != AETH_ACK) {
 		dev->cnt.drop_bad_resp++;
 		return;
 	}
-	if (c > 0) {
-		if (!implicit_ack_ok(qp, psn)) {
-			dev->cnt.drop_out_of_seq++;
-			go_back(qp, qp->comp.psn);
-			return;
-		}
-		if (ack_upto(qp, psn_add(psn, BTH_PSN_MASK), now_ns))
-			return;
-	}
-	if (qp->sq_tail == qp->req.sent_idx) {
-		dev->cnt.drop_bad_resp++;
+	w = response_wqe(qp, pkt, now_ns);
+	if (!w)
 		return;
-	}
-	w = sq_wqe(qp, qp->sq_tail);
 	if (w->opcode < RNIC_WR_ATOMIC_CMP_AND_SWP || psn != w->first_psn) {
 		rnic_trace(dev, "qp %#x: atomic ack psn %#x matches no atomic\n", qp->qpn, psn);
 		dev->cnt.drop_bad_resp++;
@@ -350,13 +357,7 @@ static void do_atomic_ack(struct rnic_qp *qp, struct rnic_pkt *pkt, uint64_t now
 		dev->cnt.drop_bad_len++;
 		return;
 	}
-	qp->comp.psn = psn_add(psn, 1);
-	cwnd_grow(qp, 1);
-	if (qp->req.rd_out)
-		qp->req.rd_out--;
-	complete(qp, w);
-	sync_req(qp);
-	progress(qp, now_ns);
+	response_placed(qp, w, psn, 1, 1, now_ns);
 }
 
 void rnic_comp_rcv(struct rnic_qp *qp, struct rnic_pkt *pkt, uint64_t now_ns)

@@ -325,6 +325,16 @@ int  rnic_sg_iov(const struct rnic_sge *sg, int n, uint64_t off, uint32_t len,
 		 struct iovec *iov, int max);
 int  rnic_sg_copy_in(const struct rnic_sge *sg, int n, uint64_t off,
 		     const void *src, uint32_t len);
+/* Ring sizes: the smallest power of two >= n. */
+static inline uint32_t rnic_pow2_at_least(uint32_t n)
+{
+	uint32_t p = 1;
+
+	while (p < n)
+		p <<= 1;
+	return p;
+}
+
 /* A READ or an atomic: completed by its responses, counted against
  * max_rd_atomic, writes into local memory. */
 static inline int wqe_reads(const struct rnic_swqe *w)

@@ -75,15 +75,6 @@ static const struct qp_trans qp_trans[RNIC_QPS_COUNT][RNIC_QPS_COUNT] = {
 	},
 };
 
-static uint32_t pow2_at_least(uint32_t n)
-{
-	uint32_t p = 1;
-
-	while (p < n)
-		p <<= 1;
-	return p;
-}
-
 int rnic_create_qp(struct rnic_pd *pd, const struct rnic_qp_init_attr *init,
 		   struct rnic_qp **out)
 {
@@ -104,8 +95,8 @@ int rnic_create_qp(struct rnic_pd *pd, const struct rnic_qp_init_attr *init,
 	qp = calloc(1, sizeof(*qp));
 	if (!qp)
 		return -ENOMEM;
-	ssz = pow2_at_least(cap->max_send_wr ? cap->max_send_wr : 1);
-	rsz = pow2_at_least(cap->max_recv_wr ? cap->max_recv_wr : 1);
+	ssz = rnic_pow2_at_least(cap->max_send_wr ? cap->max_send_wr : 1);
+	rsz = rnic_pow2_at_least(cap->max_recv_wr ? cap->max_recv_wr : 1);
 	qp->sq = calloc(ssz, sizeof(*qp->sq));
 	qp->rq = calloc(rsz, sizeof(*qp->rq));
 	if (!qp->sq || !qp->rq) {

@@ -7,15 +7,6 @@
 
 #include "rnic/rnic_loc.h"
 
-static uint32_t pow2_at_least(uint32_t n)
-{
-	uint32_t p = 1;
-
-	while (p < n)
-		p <<= 1;
-	return p;
-}
-
 int rnic_create_srq(struct rnic_pd *pd, const struct rnic_srq_attr *attr, struct rnic_srq **out)
 {
 	struct rnic_srq *srq;
@@ -26,7 +17,7 @@ int rnic_create_srq(struct rnic_pd *pd, const struct rnic_srq_attr *attr, struct
 	srq = calloc(1, sizeof(*srq));
 	if (!srq)
 		return -ENOMEM;
-	n = pow2_at_least(attr->max_wr);
+	n = rnic_pow2_at_least(attr->max_wr);
 	srq->rq = calloc(n, sizeof(*srq->rq));
 	if (!srq->rq) {
 		free(srq);
