@@ -7,6 +7,13 @@
 # rn_wait_port NS PORT [SECONDS]   waits until a TCP port listens in NS.
 # rn_bg NS LOG CMD...              runs CMD in NS in the background; the pid
 #                                  is remembered for rn_cleanup.
+# rn_pair NAME SIDE 'SERVER CMD' 'CLIENT CMD' REGEX
+#                                  a perftest-style pair: the server in NS1
+#                                  (SIDE 1) or NS2 (SIDE 2), the client in the
+#                                  other; both get "-p PORT" (PORT counts up),
+#                                  the client the server's address; ok when
+#                                  both exit 0 and the client printed REGEX.
+#                                  Logs: $RN_TMP/$PORT.srv, $RN_TMP/$PORT.cli.
 # ok NAME / not_ok NAME / check NAME CMD...   TAP-like result lines.
 
 BUILD=${BUILD:-build-san}
@@ -90,6 +97,34 @@ rn_wait_pid() {
 		sleep 0.05
 	done
 	wait "$pid"
+}
+
+PORT=${PORT:-18700}
+RN_PAIR_CLIENT_SECS=${RN_PAIR_CLIENT_SECS:-60}   # the client's deadline
+RN_PAIR_SERVER_SECS=${RN_PAIR_SERVER_SECS:-30}   # the server's, after the client
+rn_pair() {
+	local name=$1 s=$2 scmd=$3 ccmd=$4 re=$5 ns ip cns
+	if [ "$s" = 1 ]; then ns=$NS1 ip=$IP1 cns=$NS2; else ns=$NS2 ip=$IP2 cns=$NS1; fi
+	PORT=$((PORT + 1))
+	# shellcheck disable=SC2086
+	rn_bg "$ns" "$RN_TMP/$PORT.srv" $scmd -p $PORT
+	local srv=$RN_LAST
+	if ! rn_wait_port "$ns" $PORT 10; then
+		not_ok "$name (server did not listen)"
+		return
+	fi
+	# shellcheck disable=SC2086
+	ip netns exec "$cns" timeout "$RN_PAIR_CLIENT_SECS" $ccmd -p $PORT "$ip" >"$RN_TMP/$PORT.cli" 2>&1
+	local crc=$?
+	rn_wait_pid $srv "$RN_PAIR_SERVER_SECS"
+	local src=$?
+	if [ $crc -eq 0 ] && [ $src -eq 0 ] && grep -qE "$re" "$RN_TMP/$PORT.cli"; then
+		ok "$name"
+		grep -E "$re" "$RN_TMP/$PORT.cli" | tail -1 | sed 's/^/#   /'
+	else
+		not_ok "$name (client $crc, server $src)"
+		sed 's/^/#   /' "$RN_TMP/$PORT.cli" "$RN_TMP/$PORT.srv" | tail -30
+	fi
 }
 
 ok() { echo "ok - $*"; }

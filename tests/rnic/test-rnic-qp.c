@@ -18,6 +18,7 @@
 
 #include "rnic/rnic.h"
 #include "rnic/rnic_loc.h"      /* white-box: the loss window */
+#include "netns_lo.h"
 
 #define ALL_ACCESS (RNIC_ACCESS_LOCAL_WRITE | RNIC_ACCESS_REMOTE_WRITE | RNIC_ACCESS_REMOTE_READ)
 #define BUF 65536
@@ -31,31 +32,13 @@ struct env {
 	uint8_t *ba, *bb;
 };
 
-static int lo_up(void)
-{
-	struct ifreq ifr;
-	int fd = socket(AF_INET, SOCK_DGRAM, 0), err = 0;
-
-	if (fd < 0)
-		return -errno;
-	memset(&ifr, 0, sizeof(ifr));
-	strcpy(ifr.ifr_name, "lo");
-	if (ioctl(fd, SIOCGIFFLAGS, &ifr))
-		err = -errno;
-	ifr.ifr_flags |= IFF_UP;
-	if (!err && ioctl(fd, SIOCSIFFLAGS, &ifr))
-		err = -errno;
-	close(fd);
-	return err;
-}
-
 static int group_setup(void **state)
 {
 	static int done, ok;
 
 	if (!done) {
 		done = 1;
-		ok = !unshare(CLONE_NEWNET) && !lo_up();
+		ok = !enter_netns_with_lo();
 		if (!ok)    /* every test needs it: fail them all, never skip quietly */
 			fprintf(stderr, "test-rnic-qp: cannot get a network namespace with lo up (run as root)\n");
 	}

@@ -10,30 +10,11 @@ for t in jk_write_bw jk_read_bw jk_send_bw jk_write_lat jk_read_lat jk_send_lat 
 done
 rn_setup 1500
 PORT=18700
+RN_PAIR_CLIENT_SECS=120 RN_PAIR_SERVER_SECS=60
 
-# run NAME TOOL 'SERVER ARGS' 'CLIENT ARGS' REGEX(client output)
+# run NAME TOOL 'SERVER ARGS' 'CLIENT ARGS' REGEX(client output): server in NS1
 run() {
-	local name=$1 tool=$2 sargs=$3 cargs=$4 re=$5
-	PORT=$((PORT + 1))
-	# shellcheck disable=SC2086
-	rn_bg "$NS1" "$RN_TMP/$PORT.srv" "$B/$tool" -d "$IF1" -p $PORT $sargs
-	local srv=$RN_LAST
-	if ! rn_wait_port "$NS1" $PORT 10; then
-		not_ok "$name (server did not listen)"; return
-	fi
-	# shellcheck disable=SC2086
-	ip netns exec "$NS2" timeout 120 "$B/$tool" -d "$IF2" -p $PORT $cargs "$IP1" \
-		>"$RN_TMP/$PORT.cli" 2>&1
-	local crc=$?
-	rn_wait_pid $srv 60
-	local src=$?
-	if [ $crc -eq 0 ] && [ $src -eq 0 ] && grep -qE "$re" "$RN_TMP/$PORT.cli"; then
-		ok "$name"
-		grep -E "$re" "$RN_TMP/$PORT.cli" | tail -1 | sed 's/^/#   /'
-	else
-		not_ok "$name (client $crc, server $src)"
-		sed 's/^/#   /' "$RN_TMP/$PORT.cli" "$RN_TMP/$PORT.srv" | tail -30
-	fi
+	rn_pair "$1" 1 "$B/$2 -d $IF1 $3" "$B/$2 -d $IF2 $4" "$5"
 }
 
 S='[[:space:]]+'

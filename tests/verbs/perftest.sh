@@ -16,34 +16,6 @@ done
 [ -x "$V" ] && [ -e "$BUILD/lib/verbs/libibverbs.so.1" ] || { echo "# $V missing (make)"; exit 77; }
 rn_setup 1500
 PORT=18800
-NSOF=([1]="$NS1" [2]="$NS2")
-IPOF=([1]="$IP1" [2]="$IP2")
-
-# pair NAME SERVER_SIDE(1|2) 'SERVER CMD' 'CLIENT CMD' REGEX(client output)
-# Commands get "-p PORT" appended; the client also the server's address.
-pair() {
-	local name=$1 s=$2 scmd=$3 ccmd=$4 re=$5 c=$((3 - $2))
-	PORT=$((PORT + 1))
-	# shellcheck disable=SC2086
-	rn_bg "${NSOF[$s]}" "$RN_TMP/$PORT.srv" $scmd -p $PORT
-	local srv=$RN_LAST
-	if ! rn_wait_port "${NSOF[$s]}" $PORT 10; then
-		not_ok "$name (server did not listen)"
-		return
-	fi
-	# shellcheck disable=SC2086
-	ip netns exec "${NSOF[$c]}" timeout 60 $ccmd -p $PORT "${IPOF[$s]}" >"$RN_TMP/$PORT.cli" 2>&1
-	local crc=$?
-	rn_wait_pid $srv 30
-	local src=$?
-	if [ $crc -eq 0 ] && [ $src -eq 0 ] && grep -qE "$re" "$RN_TMP/$PORT.cli"; then
-		ok "$name"
-		grep -E "$re" "$RN_TMP/$PORT.cli" | tail -1 | sed 's/^/#   /'
-	else
-		not_ok "$name (client $crc, server $src)"
-		sed 's/^/#   /' "$RN_TMP/$PORT.cli" "$RN_TMP/$PORT.srv" | tail -30
-	fi
-}
 
 # --- discovery: one device per interface, the GID table as rxe's ---------
 out=$(ip netns exec "$NS1" "$V" ibv_devices 2>&1)
@@ -61,15 +33,15 @@ check_info "GID 1 is ::ffff:$IP1, RoCE v2" "GID\[  1\]:[[:space:]]+::ffff:$IP1, 
 
 # --- ibv_rc_pingpong -------------------------------------------------------
 PP="usec/iter"
-pair "ibv_rc_pingpong -g 1 -c, server in A" 1 "$V ibv_rc_pingpong -g 1 -c -n 500" \
+rn_pair "ibv_rc_pingpong -g 1 -c, server in A" 1 "$V ibv_rc_pingpong -g 1 -c -n 500" \
 	"$V ibv_rc_pingpong -g 1 -c -n 500" "$PP"
-pair "ibv_rc_pingpong -g 1 -c, server in B" 2 "$V ibv_rc_pingpong -g 1 -c -n 500" \
+rn_pair "ibv_rc_pingpong -g 1 -c, server in B" 2 "$V ibv_rc_pingpong -g 1 -c -n 500" \
 	"$V ibv_rc_pingpong -g 1 -c -n 500" "$PP"
-pair "ibv_rc_pingpong -e (completion events)" 1 "$V ibv_rc_pingpong -g 1 -e -c -n 500" \
+rn_pair "ibv_rc_pingpong -e (completion events)" 1 "$V ibv_rc_pingpong -g 1 -e -c -n 500" \
 	"$V ibv_rc_pingpong -g 1 -e -c -n 500" "$PP"
-pair "ibv_rc_pingpong -N (ibv_wr_* post send)" 2 "$V ibv_rc_pingpong -g 1 -N -c -n 500" \
+rn_pair "ibv_rc_pingpong -N (ibv_wr_* post send)" 2 "$V ibv_rc_pingpong -g 1 -N -c -n 500" \
 	"$V ibv_rc_pingpong -g 1 -N -c -n 500" "$PP"
-pair "ibv_rc_pingpong -s 65536 (multi-packet)" 1 "$V ibv_rc_pingpong -g 1 -c -s 65536 -n 200" \
+rn_pair "ibv_rc_pingpong -s 65536 (multi-packet)" 1 "$V ibv_rc_pingpong -g 1 -c -s 65536 -n 200" \
 	"$V ibv_rc_pingpong -g 1 -c -s 65536 -n 200" "$PP"
 
 # --- perftest, each side once as the server ----------------------------------
@@ -78,40 +50,40 @@ BW="^ 65536${S}[0-9]+${S}[0-9.]+${S}[0-9.]+${S}[0-9.]+"
 LAT="^ 2${S}[0-9]+${S}[0-9.]+${S}[0-9.]+"
 for t in ib_write_bw ib_read_bw ib_send_bw; do
 	for s in 1 2; do
-		pair "$t, server in $([ $s = 1 ] && echo A || echo B)" $s "$V $t -x 1 -n 500" "$V $t -x 1 -n 500" "$BW"
+		rn_pair "$t, server in $([ $s = 1 ] && echo A || echo B)" $s "$V $t -x 1 -n 500" "$V $t -x 1 -n 500" "$BW"
 	done
 done
 for t in ib_write_lat ib_read_lat ib_send_lat; do
 	for s in 1 2; do
-		pair "$t, server in $([ $s = 1 ] && echo A || echo B)" $s "$V $t -x 1 -n 1000" "$V $t -x 1 -n 1000" "$LAT"
+		rn_pair "$t, server in $([ $s = 1 ] && echo A || echo B)" $s "$V $t -x 1 -n 1000" "$V $t -x 1 -n 1000" "$LAT"
 	done
 done
 ATM="^ 8${S}[0-9]+${S}[0-9.]+${S}[0-9.]+"
-pair "ib_atomic_bw (fetch-add), server in A" 1 "$V ib_atomic_bw -x 1 -n 1000" "$V ib_atomic_bw -x 1 -n 1000" "$ATM"
-pair "ib_atomic_bw -A CMP_AND_SWAP, server in B" 2 "$V ib_atomic_bw -x 1 -A CMP_AND_SWAP -n 1000" \
+rn_pair "ib_atomic_bw (fetch-add), server in A" 1 "$V ib_atomic_bw -x 1 -n 1000" "$V ib_atomic_bw -x 1 -n 1000" "$ATM"
+rn_pair "ib_atomic_bw -A CMP_AND_SWAP, server in B" 2 "$V ib_atomic_bw -x 1 -A CMP_AND_SWAP -n 1000" \
 	"$V ib_atomic_bw -x 1 -A CMP_AND_SWAP -n 1000" "$ATM"
-pair "ib_atomic_lat, server in B" 2 "$V ib_atomic_lat -x 1 -n 1000" "$V ib_atomic_lat -x 1 -n 1000" "$ATM"
-pair "ib_send_bw --use-srq -q 4 (4 QPs on one SRQ)" 1 "$V ib_send_bw -x 1 --use-srq -q 4 -n 500" \
+rn_pair "ib_atomic_lat, server in B" 2 "$V ib_atomic_lat -x 1 -n 1000" "$V ib_atomic_lat -x 1 -n 1000" "$ATM"
+rn_pair "ib_send_bw --use-srq -q 4 (4 QPs on one SRQ)" 1 "$V ib_send_bw -x 1 --use-srq -q 4 -n 500" \
 	"$V ib_send_bw -x 1 -q 4 -n 500" "$BW"
 grep -qE "Using SRQ${S}: ON" "$RN_TMP/$PORT.srv" && ok "the server used its SRQ" || not_ok "the server used its SRQ"
-pair "ib_write_bw without -x (perftest picks GID 1)" 1 "$V ib_write_bw -n 200" "$V ib_write_bw -n 200" "$BW"
+rn_pair "ib_write_bw without -x (perftest picks GID 1)" 1 "$V ib_write_bw -n 200" "$V ib_write_bw -n 200" "$BW"
 grep -qE "GID index${S}: 1" "$RN_TMP/$PORT.cli" && ok "perftest chose GID index 1" || not_ok "perftest chose GID index 1"
-pair "ib_write_bw -q 4 -a (4 QPs, every size)" 2 "$V ib_write_bw -x 1 -q 4 -a -n 20" \
+rn_pair "ib_write_bw -q 4 -a (4 QPs, every size)" 2 "$V ib_write_bw -x 1 -q 4 -a -n 20" \
 	"$V ib_write_bw -x 1 -q 4 -a -n 20" "^ 8388608${S}80${S}"
-pair "ib_send_bw -D 2 (by duration)" 1 "$V ib_send_bw -x 1 -D 2" "$V ib_send_bw -x 1 -D 2" "$BW"
+rn_pair "ib_send_bw -D 2 (by duration)" 1 "$V ib_send_bw -x 1 -D 2" "$V ib_send_bw -x 1 -D 2" "$BW"
 
 # --- against the jk_* tools, both roles --------------------------------------
-pair "ib_write_bw client, jk_write_bw server" 1 "$B/jk_write_bw -d $IF1 -n 500" \
+rn_pair "ib_write_bw client, jk_write_bw server" 1 "$B/jk_write_bw -d $IF1 -n 500" \
 	"$V ib_write_bw -x 1 -n 500" "$BW"
-pair "jk_write_bw client, ib_write_bw server" 1 "$V ib_write_bw -x 1 -n 500" \
+rn_pair "jk_write_bw client, ib_write_bw server" 1 "$V ib_write_bw -x 1 -n 500" \
 	"$B/jk_write_bw -d $IF2 -n 500" "$BW"
-pair "ib_read_bw client, jk_read_bw server" 2 "$B/jk_read_bw -d $IF2 -n 500" \
+rn_pair "ib_read_bw client, jk_read_bw server" 2 "$B/jk_read_bw -d $IF2 -n 500" \
 	"$V ib_read_bw -x 1 -n 500" "$BW"
-pair "jk_send_lat client, ib_send_lat server" 2 "$V ib_send_lat -x 1 -n 1000" \
+rn_pair "jk_send_lat client, ib_send_lat server" 2 "$V ib_send_lat -x 1 -n 1000" \
 	"$B/jk_send_lat -d $IF1 -n 1000" "$LAT"
-pair "ib_send_lat client, jk_send_lat server" 1 "$B/jk_send_lat -d $IF1 -n 1000" \
+rn_pair "ib_send_lat client, jk_send_lat server" 1 "$B/jk_send_lat -d $IF1 -n 1000" \
 	"$V ib_send_lat -x 1 -n 1000" "$LAT"
-pair "ibv_rc_pingpong client, jk_rc_pingpong server" 1 "$B/jk_rc_pingpong -d $IF1 -g 1 -n 500" \
+rn_pair "ibv_rc_pingpong client, jk_rc_pingpong server" 1 "$B/jk_rc_pingpong -d $IF1 -g 1 -n 500" \
 	"$V ibv_rc_pingpong -g 1 -c -n 500" "$PP"
 
 # --- several processes on one interface ---------------------------------------

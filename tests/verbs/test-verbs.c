@@ -25,6 +25,8 @@
 #include <cmocka.h>
 #include <infiniband/verbs.h>
 
+#include "../rnic/netns_lo.h"
+
 #define BUF 65536
 #define DEADLINE_NS 3000000000ll
 
@@ -38,27 +40,9 @@ struct env {
 	union ibv_gid gid;
 };
 
-static int lo_up(void)
-{
-	struct ifreq ifr;
-	int fd = socket(AF_INET, SOCK_DGRAM, 0), err = 0;
-
-	if (fd < 0)
-		return -1;
-	memset(&ifr, 0, sizeof(ifr));
-	strcpy(ifr.ifr_name, "lo");
-	if (ioctl(fd, SIOCGIFFLAGS, &ifr))
-		err = -1;
-	ifr.ifr_flags |= IFF_UP;
-	if (!err && ioctl(fd, SIOCSIFFLAGS, &ifr))
-		err = -1;
-	close(fd);
-	return err;
-}
-
 static int group_setup(void **state)
 {
-	if (unshare(CLONE_NEWNET) || lo_up()) {
+	if (enter_netns_with_lo()) {
 		fprintf(stderr, "test-verbs: cannot get a network namespace with lo up (run as root)\n");
 		return -1;
 	}
