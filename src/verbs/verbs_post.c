@@ -208,7 +208,10 @@ int verbs_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 
 static struct verbs_qp *qpx_of(struct ibv_qp_ex *q) { return (struct verbs_qp *)q; }
 
-static struct rnic_send_wr *wr_new(struct ibv_qp_ex *q, enum rnic_wr_opcode op)
+/* The next WR of the batch (wr_id and flags as the application set them
+ * on q); rkey and raddr name the remote memory (0 for a SEND). */
+static struct rnic_send_wr *wr_new(struct ibv_qp_ex *q, enum rnic_wr_opcode op, uint32_t rkey,
+				   uint64_t raddr)
 {
 	struct verbs_qp *qp = qpx_of(q);
 	struct rnic_send_wr *w;
@@ -223,6 +226,8 @@ static struct rnic_send_wr *wr_new(struct ibv_qp_ex *q, enum rnic_wr_opcode op)
 	w->opcode = op;
 	w->send_flags = q->wr_flags & (IBV_SEND_FENCE | IBV_SEND_SIGNALED | IBV_SEND_SOLICITED);
 	w->sg_list = &qp->sge[(size_t)qp->nwr * qp->max_sge];
+	w->rkey = rkey;
+	w->remote_addr = raddr;
 	qp->nwr++;
 	return w;
 }
@@ -279,43 +284,30 @@ static int wr_complete(struct ibv_qp_ex *q)
 
 static void wr_rdma_write(struct ibv_qp_ex *q, uint32_t rkey, uint64_t raddr)
 {
-	struct rnic_send_wr *w = wr_new(q, RNIC_WR_RDMA_WRITE);
-
-	if (w) {
-		w->rkey = rkey;
-		w->remote_addr = raddr;
-	}
+	wr_new(q, RNIC_WR_RDMA_WRITE, rkey, raddr);
 }
 
 static void wr_rdma_write_imm(struct ibv_qp_ex *q, uint32_t rkey, uint64_t raddr, __be32 imm)
 {
-	struct rnic_send_wr *w = wr_new(q, RNIC_WR_RDMA_WRITE_WITH_IMM);
+	struct rnic_send_wr *w = wr_new(q, RNIC_WR_RDMA_WRITE_WITH_IMM, rkey, raddr);
 
-	if (w) {
-		w->rkey = rkey;
-		w->remote_addr = raddr;
+	if (w)
 		w->imm_data = be32toh(imm);
-	}
 }
 
 static void wr_rdma_read(struct ibv_qp_ex *q, uint32_t rkey, uint64_t raddr)
 {
-	struct rnic_send_wr *w = wr_new(q, RNIC_WR_RDMA_READ);
-
-	if (w) {
-		w->rkey = rkey;
-		w->remote_addr = raddr;
-	}
+	wr_new(q, RNIC_WR_RDMA_READ, rkey, raddr);
 }
 
 static void wr_send(struct ibv_qp_ex *q)
 {
-	wr_new(q, RNIC_WR_SEND);
+	wr_new(q, RNIC_WR_SEND, 0, 0);
 }
 
 static void wr_send_imm(struct ibv_qp_ex *q, __be32 imm)
 {
-	struct rnic_send_wr *w = wr_new(q, RNIC_WR_SEND_WITH_IMM);
+	struct rnic_send_wr *w = wr_new(q, RNIC_WR_SEND_WITH_IMM, 0, 0);
 
 	if (w)
 		w->imm_data = be32toh(imm);
@@ -377,11 +369,9 @@ static void wr_set_inline_data(struct ibv_qp_ex *q, void *addr, size_t length)
 static void wr_atomic_cmp_swp(struct ibv_qp_ex *q, uint32_t rkey, uint64_t raddr,
 			      uint64_t compare, uint64_t swap)
 {
-	struct rnic_send_wr *w = wr_new(q, RNIC_WR_ATOMIC_CMP_AND_SWP);
+	struct rnic_send_wr *w = wr_new(q, RNIC_WR_ATOMIC_CMP_AND_SWP, rkey, raddr);
 
 	if (w) {
-		w->rkey = rkey;
-		w->remote_addr = raddr;
 		w->compare_add = compare;
 		w->swap = swap;
 	}
@@ -389,13 +379,10 @@ static void wr_atomic_cmp_swp(struct ibv_qp_ex *q, uint32_t rkey, uint64_t raddr
 
 static void wr_atomic_fetch_add(struct ibv_qp_ex *q, uint32_t rkey, uint64_t raddr, uint64_t add)
 {
-	struct rnic_send_wr *w = wr_new(q, RNIC_WR_ATOMIC_FETCH_AND_ADD);
+	struct rnic_send_wr *w = wr_new(q, RNIC_WR_ATOMIC_FETCH_AND_ADD, rkey, raddr);
 
-	if (w) {
-		w->rkey = rkey;
-		w->remote_addr = raddr;
+	if (w)
 		w->compare_add = add;
-	}
 }
 
 static void wr_bind_mw(struct ibv_qp_ex *q, struct ibv_mw *mw, uint32_t rkey,

@@ -192,29 +192,22 @@ void ibv_copy_qp_attr_from_kern(struct ibv_qp_attr *dst, struct ib_uverbs_qp_att
 	dst->alt_timeout = src->alt_timeout;
 }
 
+/* The path record's fields, the same name on both sides (the GIDs are
+ * arrays on one side and unions on the other, copied apart). */
+#define PATH_REC_FIELDS(X)                                                     \
+	X(dlid) X(slid) X(raw_traffic) X(flow_label) X(reversible) X(mtu)      \
+	X(pkey) X(hop_limit) X(traffic_class) X(numb_path) X(sl)               \
+	X(mtu_selector) X(rate_selector) X(rate) X(packet_life_time_selector)  \
+	X(packet_life_time) X(preference)
+#define PATH_REC_COPY(f) dst->f = src->f;
+
 VERBS_EXPORT void ibv_copy_path_rec_from_kern(struct ibv_sa_path_rec *dst,
 					      struct ib_user_path_rec *src);
 void ibv_copy_path_rec_from_kern(struct ibv_sa_path_rec *dst, struct ib_user_path_rec *src)
 {
 	memcpy(dst->dgid.raw, src->dgid, sizeof(dst->dgid));
 	memcpy(dst->sgid.raw, src->sgid, sizeof(dst->sgid));
-	dst->dlid = src->dlid;
-	dst->slid = src->slid;
-	dst->raw_traffic = (int)src->raw_traffic;
-	dst->flow_label = src->flow_label;
-	dst->reversible = (int)src->reversible;
-	dst->mtu = src->mtu;
-	dst->pkey = src->pkey;
-	dst->hop_limit = src->hop_limit;
-	dst->traffic_class = src->traffic_class;
-	dst->numb_path = src->numb_path;
-	dst->sl = src->sl;
-	dst->mtu_selector = src->mtu_selector;
-	dst->rate_selector = src->rate_selector;
-	dst->rate = src->rate;
-	dst->packet_life_time_selector = src->packet_life_time_selector;
-	dst->packet_life_time = src->packet_life_time;
-	dst->preference = src->preference;
+	PATH_REC_FIELDS(PATH_REC_COPY)
 }
 
 VERBS_EXPORT void ibv_copy_path_rec_to_kern(struct ib_user_path_rec *dst,
@@ -223,23 +216,7 @@ void ibv_copy_path_rec_to_kern(struct ib_user_path_rec *dst, struct ibv_sa_path_
 {
 	memcpy(dst->dgid, src->dgid.raw, sizeof(src->dgid));
 	memcpy(dst->sgid, src->sgid.raw, sizeof(src->sgid));
-	dst->dlid = src->dlid;
-	dst->slid = src->slid;
-	dst->raw_traffic = (uint32_t)src->raw_traffic;
-	dst->flow_label = src->flow_label;
-	dst->reversible = (uint32_t)src->reversible;
-	dst->mtu = src->mtu;
-	dst->pkey = src->pkey;
-	dst->hop_limit = src->hop_limit;
-	dst->traffic_class = src->traffic_class;
-	dst->numb_path = src->numb_path;
-	dst->sl = src->sl;
-	dst->mtu_selector = src->mtu_selector;
-	dst->rate_selector = src->rate_selector;
-	dst->rate = src->rate;
-	dst->packet_life_time_selector = src->packet_life_time_selector;
-	dst->packet_life_time = src->packet_life_time;
-	dst->preference = src->preference;
+	PATH_REC_FIELDS(PATH_REC_COPY)
 }
 
 /* ---- IBVERBS_PRIVATE_34: the provider interface ---------------------------- */

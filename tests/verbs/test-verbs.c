@@ -25,7 +25,14 @@
 #include <cmocka.h>
 #include <infiniband/verbs.h>
 
+#include <infiniband/sa.h>
+#include <rdma/ib_user_sa.h>
+
 #include "../rnic/netns_lo.h"
+
+/* Exported by libibverbs (librdmacm uses them), declared in no public header. */
+void ibv_copy_path_rec_to_kern(struct ib_user_path_rec *dst, struct ibv_sa_path_rec *src);
+void ibv_copy_path_rec_from_kern(struct ibv_sa_path_rec *dst, struct ib_user_path_rec *src);
 
 #define BUF 65536
 #define DEADLINE_NS 3000000000ll
@@ -771,6 +778,28 @@ static void test_refused_and_misc(void **state)
 	assert_string_equal(ibv_wc_status_str(IBV_WC_RETRY_EXC_ERR), "transport retry counter exceeded");
 	assert_string_equal(ibv_port_state_str(IBV_PORT_ACTIVE), "PORT_ACTIVE");
 	assert_int_equal(ibv_rate_to_mbps(IBV_RATE_25_GBPS), 25781);
+	{       /* a path record through the kernel's layout and back */
+		struct ibv_sa_path_rec a, b;
+		struct ib_user_path_rec k;
+
+		memset(&a, 0, sizeof(a));
+		memset(&b, 0, sizeof(b));
+		for (int i = 0; i < 16; i++) {
+			a.dgid.raw[i] = (uint8_t)i;
+			a.sgid.raw[i] = (uint8_t)(0x80 + i);
+		}
+		a.dlid = htobe16(3); a.slid = htobe16(4); a.raw_traffic = 1;
+		a.flow_label = htobe32(5); a.hop_limit = 6; a.traffic_class = 7; a.reversible = 1;
+		a.numb_path = 8; a.pkey = htobe16(0xffff); a.sl = 9; a.mtu_selector = 2; a.mtu = 4;
+		a.rate_selector = 2; a.rate = 10; a.packet_life_time_selector = 2;
+		a.packet_life_time = 11; a.preference = 12;
+		ibv_copy_path_rec_to_kern(&k, &a);
+		assert_int_equal(k.mtu, 4);
+		assert_int_equal(k.packet_life_time, 11);
+		assert_memory_equal(k.sgid, a.sgid.raw, 16);
+		ibv_copy_path_rec_from_kern(&b, &k);
+		assert_memory_equal(&a, &b, sizeof(a));
+	}
 	assert_int_equal(mbps_to_ibv_rate(100000 + 3125), IBV_RATE_100_GBPS);
 }
 
