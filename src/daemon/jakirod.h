@@ -102,6 +102,12 @@ struct jakirod {
 	uint64_t ctl_refused, ctl_expired, ctl_denied;
 	uint64_t started_ns;
 	uint64_t shaper_armed_ns;   /* when the shaper timer fires next (0: not armed) */
+	/* The cluster control plane (etcd.c), read by the metrics server:
+	 * the newest store revision heard of and the one whose changes are
+	 * all applied; both 0 without etcd.  Written by the etcd thread,
+	 * read with __atomic loads. */
+	uint64_t cp_rev_seen, cp_rev_applied;
+	bool cp_connected;
 	volatile bool stop;
 };
 
