@@ -73,6 +73,14 @@ struct jk_vlt_conf {
 	uint32_t vtep;
 };
 
+/* The cluster control plane (docs/cluster.md); endpoint "" = none. */
+#define JK_ETCD_TTL_DEFAULT 10      /* seconds a dead host's vNICs stay in the cluster's VLT */
+struct jk_etcd_conf {
+	char endpoint[96];                 /* "http://ADDR:PORT" */
+	char prefix[64];                   /* "/jakiro" */
+	unsigned lease_ttl_s;
+};
+
 struct jk_conf {
 	char host[JK_NAME_MAX];
 	uint32_t vtep;
@@ -83,6 +91,7 @@ struct jk_conf {
 	unsigned threads;                  /* datapath threads; 0 = one per core */
 	unsigned poll_us;                  /* busy-poll this long after the last event; 0 = sleep at once */
 	int nice;                          /* the daemon's scheduling priority (and its autogroup's) */
+	struct jk_etcd_conf etcd;
 	struct jk_vpc_conf vpcs[JK_MAX_VPCS];
 	unsigned n_vpcs;
 	struct jk_vnic_conf vnics[JK_MAX_VNICS];

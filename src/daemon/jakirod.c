@@ -9,6 +9,7 @@
  */
 #include "daemon/jakirod.h"
 #include "core/hash.h"
+#include "daemon/cplane.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -28,7 +29,7 @@
 #include <unistd.h>
 
 /* The control thread's events (the datapath threads have their own: worker.c). */
-enum ev_kind { EV_CTL = 1, EV_TIMER, EV_SIGNAL, EV_CTL_CONN };
+enum ev_kind { EV_CTL = 1, EV_TIMER, EV_SIGNAL, EV_CTL_CONN, EV_CPLANE };
 
 #define EV(kind, id) ((uint64_t)(kind) << 32 | (uint32_t)(id))
 
@@ -104,6 +105,9 @@ static int run(struct jakirod *d)
 			}
 			case EV_SIGNAL:
 				d->stop = true;
+				break;
+			case EV_CPLANE:
+				jk_cplane_on_event(d);
 				break;
 			}
 		}
@@ -265,9 +269,11 @@ int main(int argc, char **argv)
 	}
 	d.n_threads = d.conf->threads ? d.conf->threads : threads_by_cores();
 	if (jk_underlay_open(&d.underlay, d.conf->vtep, d.n_threads, err, sizeof(err)) ||
-	    jk_apply_initial(&d, err, sizeof(err)) || jk_ctl_open(&d, err, sizeof(err)) ||
-	    watch(&d, d.ctl_fd, EV(EV_CTL, 0)) || watch(&d, d.timer_fd, EV(EV_TIMER, 0)) ||
-	    watch(&d, sig_fd, EV(EV_SIGNAL, 0)) || jk_workers_start(&d, d.n_threads, err, sizeof(err))) {
+	    jk_cplane_open(&d, err, sizeof(err)) || jk_apply_initial(&d, err, sizeof(err)) ||
+	    jk_ctl_open(&d, err, sizeof(err)) || watch(&d, d.ctl_fd, EV(EV_CTL, 0)) ||
+	    watch(&d, d.timer_fd, EV(EV_TIMER, 0)) || watch(&d, sig_fd, EV(EV_SIGNAL, 0)) ||
+	    (d.cplane && watch(&d, jk_cplane_event_fd(&d), EV(EV_CPLANE, 0))) ||
+	    jk_workers_start(&d, d.n_threads, err, sizeof(err)) || jk_cplane_start(&d, err, sizeof(err))) {
 		fprintf(stderr, "jakirod: %s\n", err);
 		goto out_net;
 	}
@@ -279,6 +285,7 @@ int main(int argc, char **argv)
 	jk_workers_stop(&d);
 	status = r ? 1 : 0;
 out_net:
+	jk_cplane_close(&d);          /* first: the cluster forgets this host's vNICs now */
 	jk_vnics_close_all(&d);
 	jk_ctl_close(&d);
 	jk_underlay_close(&d.underlay);
