@@ -371,14 +371,13 @@ int jk_etcd_release(struct jk_etcd *e, const char *key, const char *val, char *e
 
 /* ---- watches ---------------------------------------------------------- */
 
-static size_t on_watch_bytes(char *p, size_t size, size_t n, void *arg)
+int jk_etcd_watch_feed(struct jk_etcd_watch *w, const char *p, size_t n)
 {
-	struct jk_etcd_watch *w = arg;
 	char *line, *nl;
 
-	if (!buf_append(&w->buf, &w->len, &w->cap, p, size * n)) {
+	if (w->broken || !buf_append(&w->buf, &w->len, &w->cap, p, n)) {
 		w->broken = true;
-		return 0;             /* aborts the transfer: the owner restarts it */
+		return -EPROTO;
 	}
 	line = w->buf;
 	while ((nl = memchr(line, '\n', w->len - (size_t)(line - w->buf)))) {
@@ -389,7 +388,7 @@ static size_t on_watch_bytes(char *p, size_t size, size_t n, void *arg)
 		if (!json_is_object(result)) {
 			json_decref(msg);
 			w->broken = true;
-			return 0;
+			return -EPROTO;
 		}
 		w->fn(w, result, w->arg);
 		json_decref(msg);
@@ -397,7 +396,13 @@ static size_t on_watch_bytes(char *p, size_t size, size_t n, void *arg)
 	}
 	w->len -= (size_t)(line - w->buf);
 	memmove(w->buf, line, w->len);
-	return size * n;
+	return 0;
+}
+
+static size_t on_watch_bytes(char *p, size_t size, size_t n, void *arg)
+{
+	/* Not taking the bytes aborts the transfer: the owner starts over. */
+	return jk_etcd_watch_feed(arg, p, size * n) ? 0 : size * n;
 }
 
 int jk_etcd_watch_start(struct jk_etcd_watch *w, CURLM *m, const char *url, const char *prefix,

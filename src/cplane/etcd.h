@@ -97,5 +97,10 @@ struct jk_etcd_watch {
 int jk_etcd_watch_start(struct jk_etcd_watch *w, CURLM *m, const char *url, const char *prefix,
 			int64_t start_revision, jk_etcd_watch_fn fn, void *arg, char *err, size_t errlen);
 void jk_etcd_watch_stop(struct jk_etcd_watch *w, CURLM *m);
+/* Bytes of the stream: every whole line is a message, handed to w->fn.
+ * -EPROTO (and w->broken) on a line that is not {"result": {...}} or a
+ * line longer than JK_ETCD_REPLY_MAX.  (The curl callback; also what the
+ * tests and the fuzz target feed.) */
+int jk_etcd_watch_feed(struct jk_etcd_watch *w, const char *p, size_t n);
 
 #endif

@@ -28,3 +28,9 @@ $(FUZZ_DIR)/fuzz-ctl: tests/fuzz/fuzz-ctl.c $(FUZZ_CTL_SRCS) $(CORE_SRCS) $(wild
 $(FUZZ_DIR)/mkseeds: tests/fuzz/mkseeds.c tests/unit/frames.c tests/unit/frames.h
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -D_GNU_SOURCE -g -O1 -Wall -Wextra -Werror -Itests/unit tests/fuzz/mkseeds.c tests/unit/frames.c -o $@
+
+# What jakirod reads from etcd: the watch stream, keys, values, base64.
+CPLANE_SRCS := $(wildcard src/cplane/*.c)
+$(FUZZ_DIR)/fuzz-cplane: tests/fuzz/fuzz-cplane.c $(CPLANE_SRCS) $(wildcard src/cplane/*.h)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) tests/fuzz/fuzz-cplane.c $(CPLANE_SRCS) -ljansson -lcurl -o $@
