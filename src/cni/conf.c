@@ -203,8 +203,12 @@ static int parse_ipam(json_t *root, char *type, size_t typelen, struct cni_err *
 		return cni_fail(e, CNI_ERR_CONFIG, "ipam: must be an object");
 	if ((r = get_string(ipam, "type", false, type, typelen, e)) == 0 && !type[0])
 		return cni_fail(e, CNI_ERR_CONFIG, "ipam.type: missing");
-	if (r)     /* the message names "type": say it is ipam's */
-		return cni_fail(e, CNI_ERR_CONFIG, "ipam.%s", e->msg);
+	if (r) {     /* the message names "type": say it is ipam's */
+		char msg[CNI_MSG_MAX];
+
+		snprintf(msg, sizeof(msg), "%s", e->msg);
+		return cni_fail(e, CNI_ERR_CONFIG, "ipam.%s", msg);
+	}
 	if (strchr(type, '/') || strcmp(type, ".") == 0 || strcmp(type, "..") == 0)
 		return cni_fail(e, CNI_ERR_CONFIG, "ipam.type: a plugin's file name, without '/'");
 	return 0;

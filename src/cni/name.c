@@ -30,6 +30,7 @@ void cni_names_derive(const char *container_id, const char *ifname, struct cni_n
 	uint64_t h = fnv1a(FNV64_OFFSET, container_id, strlen(container_id));
 	uint64_t m;
 
+	memset(n, 0, sizeof(*n));
 	h = fnv1a(h, "/", 1);
 	h = fnv1a(h, ifname, strlen(ifname));
 	m = fnv1a(FNV64_OFFSET, &h, sizeof(h));
