@@ -19,7 +19,7 @@
 static int send_all(int fd, const char *buf, size_t len)
 {
 	while (len) {
-		ssize_t n = write(fd, buf, len);
+		ssize_t n = send(fd, buf, len, MSG_NOSIGNAL);     /* a daemon gone is an error, not SIGPIPE */
 
 		if (n < 0 && errno == EINTR)
 			continue;
