@@ -142,8 +142,7 @@ else check "ADD with the pool empty fails with IPAM's error, nothing added" sh -
 	! ip -n $LAB_PREFIX-pod1 link show eth1 && [ \"\$($LAB ctl h1 -- --json show vnics | grep -o cni- | wc -l)\" = 1 ]"; fi
 
 # ---- CHECK fails once the interface is gone --------------------------------
-ip -n "$LAB_PREFIX-pod1" link del eth0 2>/dev/null || ip -n "$LAB_PREFIX-pod1" link set eth0 down
-ip -n "$LAB_PREFIX-pod1" link show eth0 >/dev/null 2>&1 && ip -n "$LAB_PREFIX-pod1" addr flush dev eth0
+check "pod1's eth0 removed" ip -n "$LAB_PREFIX-pod1" link del eth0
 if cni CHECK h1 ctr-pod1 "$NS1" eth0 "$WORK/pod1.check"; then not_ok "CHECK fails without the interface" "passed"
 else check "CHECK fails without the interface (code 103)" test "$(field 'r["code"]')" = 103; fi
 
