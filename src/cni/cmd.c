@@ -8,15 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
-static void format_ip4(uint32_t ip, char buf[16])
-{
-	snprintf(buf, 16, "%u.%u.%u.%u", ip >> 24, (ip >> 16) & 0xff, (ip >> 8) & 0xff, ip & 0xff);
-}
-
-static void format_mac(const uint8_t m[6], char buf[18])
-{
-	snprintf(buf, 18, "%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3], m[4], m[5]);
-}
+#include "daemon/conf.h"
 
 /* The vnic-add body: identity from the names, placement from the
  * environment, policy from the configuration. */
@@ -26,8 +18,8 @@ static json_t *vnic_request(const struct cni_env *env, const struct cni_conf *c,
 	char ip_s[16], mac_s[18];
 	json_t *v;
 
-	format_ip4(ip, ip_s);
-	format_mac(n->mac, mac_s);
+	jk_format_ipv4(ip, ip_s);
+	jk_format_mac(n->mac, mac_s);
 	v = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s}", "name", n->vnic, "vpc", c->vpc, "ip", ip_s, "mac",
 		      mac_s, "backend", "tap", "ifname", n->tap, "netns", env->netns, "tenant_ifname", env->ifname);
 	json_object_update(v, c->policy);
@@ -115,7 +107,7 @@ int cni_cmd_check(const struct cni_env *env, const struct cni_conf *c, const cha
 		return r;
 	if (!vnic)
 		return cni_fail(e, CNI_ERR_CHECK, "vNIC %s: jakirod has none", n.vnic);
-	format_ip4(ip, ip_s);
+	jk_format_ipv4(ip, ip_s);
 	if (!json_is_string(json_object_get(vnic, "ip")) || strcmp(json_string_value(json_object_get(vnic, "ip")), ip_s))
 		r = cni_fail(e, CNI_ERR_CHECK, "vNIC %s: its address is not prevResult's %s", n.vnic, ip_s);
 	else if (!json_is_string(json_object_get(vnic, "vpc")) ||

@@ -1,7 +1,7 @@
 /* conf.c — the plugin's inputs, checked before anything is done: the
  * CNI_* environment and the network configuration on stdin.  Every error
- * names the variable or the field; a value that parses here is one jakirod
- * accepts too (the same units parser, the same ranges as its conf.c). */
+ * names the variable or the field; the vNIC's policy keys are checked by
+ * jakirod's own parser (daemon/conf.c), so what passes here passes there. */
 #include "cni/cni.h"
 
 #include <ctype.h>
@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "util/units.h"
+#include "daemon/conf.h"
 
 const char *const cni_versions[] = { "0.4.0", "1.0.0", NULL };
 
@@ -126,57 +126,26 @@ static int get_string(json_t *o, const char *key, bool required, char *out, size
 	return 0;
 }
 
-static int check_uint(json_t *v, const char *key, json_int_t min, json_int_t max, struct cni_err *e)
-{
-	if (!json_is_integer(v) || json_integer_value(v) < min || json_integer_value(v) > max)
-		return cni_fail(e, CNI_ERR_CONFIG, "%s: must be an integer in %lld-%lld", key, (long long)min,
-				(long long)max);
-	return 0;
-}
-
-/* The vNIC keys of the configuration, each checked as jakirod would
- * (conf.c there), and passed on to it unchanged. */
-static int check_policy_key(const char *key, json_t *v, struct cni_err *e)
-{
-	uint64_t n;
-
-	if (strcmp(key, "rate") == 0) {
-		if ((json_is_integer(v) && json_integer_value(v) >= 0) ||
-		    (json_is_string(v) && jk_units_rate(json_string_value(v), &n) == 0))
-			return 0;
-		return cni_fail(e, CNI_ERR_CONFIG, "rate: not a rate (e.g. \"1gbit\", \"500mbit\")");
-	}
-	if (strcmp(key, "burst") == 0) {
-		if ((json_is_integer(v) && json_integer_value(v) >= 0) ||
-		    (json_is_string(v) && jk_units_size(json_string_value(v), &n) == 0))
-			return 0;
-		return cni_fail(e, CNI_ERR_CONFIG, "burst: not a size in bytes (e.g. \"64k\")");
-	}
-	if (strcmp(key, "rdma_weight") == 0 || strcmp(key, "tcp_weight") == 0)
-		return check_uint(v, key, 1, 1000, e);
-	if (strcmp(key, "qp_quota") == 0)
-		return check_uint(v, key, 0, 65536, e);
-	if (json_is_integer(v) && json_integer_value(v) > 0 && json_integer_value(v) < 576)      /* mtu */
-		return cni_fail(e, CNI_ERR_CONFIG, "mtu: must be 0 (jakirod's default) or 576-9000");
-	return check_uint(v, key, 0, 9000, e);
-}
-
+/* The vNIC keys of the configuration, checked by jakirod's own code
+ * (jk_conf_patch_vnic, as for `vnic add` and `vnic set`) so the two agree,
+ * and passed on to it unchanged. */
 static const char *const policy_keys[] = { "rate", "burst", "rdma_weight", "tcp_weight", "qp_quota", "mtu", NULL };
 
 static int parse_policy(json_t *root, json_t **policy, struct cni_err *e)
 {
-	int r;
+	struct jk_vnic_conf scratch = { .egress = { .rdma_weight = 1, .tcp_weight = 1 } };
+	char err[JK_ERR_MAX] = "";
 
 	*policy = json_object();
 	for (const char *const *k = policy_keys; *k; k++) {
 		json_t *v = json_object_get(root, *k);
 
-		if (!v)
-			continue;
-		if ((r = check_policy_key(*k, v, e)))
-			return r;
-		json_object_set(*policy, *k, v);
+		if (v)
+			json_object_set(*policy, *k, v);
 	}
+	/* Its messages are "WHERE.FIELD: ..."; with WHERE empty, the field leads. */
+	if (jk_conf_patch_vnic(*policy, &scratch, "", err, sizeof(err)))
+		return cni_fail(e, CNI_ERR_CONFIG, "%s", err[0] == '.' ? err + 1 : err);
 	return 0;
 }
 

@@ -4,16 +4,16 @@
  * in the configuration's cniVersion (0.4.0 adds "version" to each IP). */
 #include "cni/cni.h"
 
-#include <arpa/inet.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "daemon/conf.h"
 
 /* "a.b.c.d/len": 0; an IPv6 prefix: 1 (skipped); anything else: -1. */
 static int parse_cidr4(const char *s, uint32_t *ip, uint8_t *len)
 {
 	char buf[64], *slash, *end;
-	struct in_addr a;
 	unsigned long l;
 
 	if (!s || strlen(s) >= sizeof(buf))
@@ -26,43 +26,19 @@ static int parse_cidr4(const char *s, uint32_t *ip, uint8_t *len)
 	if (strchr(buf, ':'))
 		return 1;
 	l = strtoul(slash + 1, &end, 10);
-	if (*end || end == slash + 1 || l > 32 || inet_pton(AF_INET, buf, &a) != 1)
+	if (*end || end == slash + 1 || l > 32 || jk_parse_ipv4(buf, ip))
 		return -1;
-	*ip = ntohl(a.s_addr);
 	*len = (uint8_t)l;
 	return 0;
-}
-
-static int parse_ip4(const char *s, uint32_t *ip)
-{
-	struct in_addr a;
-
-	if (!s || inet_pton(AF_INET, s, &a) != 1)
-		return -1;
-	*ip = ntohl(a.s_addr);
-	return 0;
-}
-
-static void format_ip4(uint32_t ip, char buf[16])
-{
-	snprintf(buf, 16, "%u.%u.%u.%u", ip >> 24, (ip >> 16) & 0xff, (ip >> 8) & 0xff, ip & 0xff);
 }
 
 static json_t *cidr4_json(uint32_t ip, uint8_t len)
 {
 	char a[16], buf[24];
 
-	format_ip4(ip, a);
+	jk_format_ipv4(ip, a);
 	snprintf(buf, sizeof(buf), "%s/%u", a, len);
 	return json_string(buf);
-}
-
-static json_t *ip4_json(uint32_t ip)
-{
-	char a[16];
-
-	format_ip4(ip, a);
-	return json_string(a);
 }
 
 /* 0 (and *v6 set for an IPv6 route, skipped) or an error code. */
@@ -77,7 +53,7 @@ static int parse_route(json_t *o, const char *where, size_t i, struct cni_route 
 	if (*v6)
 		return 0;
 	rt->gw = 0;
-	if (gw && parse_ip4(gw, &rt->gw))
+	if (gw && jk_parse_ipv4(gw, &rt->gw))
 		return cni_fail(e, CNI_ERR_IPAM, "%s.routes[%zu].gw: not an IPv4 address", where, i);
 	if (rt->prefix_len < 32)
 		rt->dst &= ~(0xffffffffu >> rt->prefix_len);
@@ -103,7 +79,7 @@ int cni_ipam_result_parse(json_t *r, const char *where, struct cni_ipam_result *
 					where, i);
 		if (rc > 0)
 			continue;            /* IPv6: not for a Jakiro vNIC */
-		if (gw && parse_ip4(gw, &out->gw))
+		if (gw && jk_parse_ipv4(gw, &out->gw))
 			return cni_fail(e, CNI_ERR_IPAM, "%s.ips[%zu].gateway: not an IPv4 address", where, i);
 		found = true;
 		break;
@@ -133,11 +109,10 @@ json_t *cni_result_json(const char *version, const struct cni_iface *ifc, const 
 	char mac[18];
 	json_t *ip, *routes = json_array(), *res;
 
-	snprintf(mac, sizeof(mac), "%02x:%02x:%02x:%02x:%02x:%02x", ifc->mac[0], ifc->mac[1], ifc->mac[2],
-		 ifc->mac[3], ifc->mac[4], ifc->mac[5]);
+	jk_format_mac(ifc->mac, mac);
 	ip = json_pack("{s:o, s:i}", "address", cidr4_json(ipam->ip, ipam->prefix_len), "interface", 0);
 	if (ipam->gw)
-		json_object_set_new(ip, "gateway", ip4_json(ipam->gw));
+		json_object_set_new(ip, "gateway", jk_ipv4_json(ipam->gw));
 	if (strcmp(version, "0.4.0") == 0)
 		json_object_set_new(ip, "version", json_string("4"));
 	for (unsigned i = 0; i < ipam->n_routes; i++) {
@@ -145,7 +120,7 @@ json_t *cni_result_json(const char *version, const struct cni_iface *ifc, const 
 		json_t *o = json_pack("{s:o}", "dst", cidr4_json(rt->dst, rt->prefix_len));
 
 		if (rt->gw)
-			json_object_set_new(o, "gw", ip4_json(rt->gw));
+			json_object_set_new(o, "gw", jk_ipv4_json(rt->gw));
 		json_array_append_new(routes, o);
 	}
 	res = json_pack("{s:s, s:[{s:s, s:s, s:s}], s:[o], s:o}", "cniVersion", version, "interfaces", "name",
@@ -174,18 +149,6 @@ json_t *cni_version_json(void)
 	return json_pack("{s:s, s:o}", "cniVersion", CNI_VERSION, "supportedVersions", list);
 }
 
-static int parse_mac(const char *s, uint8_t mac[6])
-{
-	unsigned b[6];
-	char tail;
-
-	if (!s || sscanf(s, "%2x:%2x:%2x:%2x:%2x:%2x%c", &b[0], &b[1], &b[2], &b[3], &b[4], &b[5], &tail) != 6)
-		return -1;
-	for (int i = 0; i < 6; i++)
-		mac[i] = (uint8_t)b[i];
-	return 0;
-}
-
 int cni_prev_result_iface(json_t *prev, const char *ifname, const char *sandbox, uint8_t mac[6], uint32_t *ip,
 			  struct cni_err *e)
 {
@@ -198,7 +161,7 @@ int cni_prev_result_iface(json_t *prev, const char *ifname, const char *sandbox,
 
 		if (json_is_string(json_object_get(o, "name")) &&
 		    strcmp(json_string_value(json_object_get(o, "name")), ifname) == 0 && sb && strcmp(sb, sandbox) == 0) {
-			if (parse_mac(json_string_value(json_object_get(o, "mac")), mac))
+			if (jk_parse_mac(json_string_value(json_object_get(o, "mac")), mac))
 				return cni_fail(e, CNI_ERR_CONFIG, "prevResult.interfaces[%zu].mac: not a MAC address", i);
 			index = (json_int_t)i;
 			break;

@@ -30,7 +30,7 @@ $(FUZZ_DIR)/mkseeds: tests/fuzz/mkseeds.c tests/unit/frames.c tests/unit/frames.
 	$(CC) -std=c11 -D_GNU_SOURCE -g -O1 -Wall -Wextra -Werror -Itests/unit tests/fuzz/mkseeds.c tests/unit/frames.c -o $@
 
 # jakiro-cni's stdin and IPAM-result parsers (src/cni without its I/O).
-FUZZ_CNI_SRCS := src/cni/conf.c src/cni/result.c src/cni/name.c src/util/units.c
-$(FUZZ_DIR)/fuzz-cni: tests/fuzz/fuzz-cni.c $(FUZZ_CNI_SRCS) src/cni/cni.h
+FUZZ_CNI_SRCS := src/cni/conf.c src/cni/result.c src/cni/name.c src/daemon/conf.c src/util/units.c
+$(FUZZ_DIR)/fuzz-cni: tests/fuzz/fuzz-cni.c $(FUZZ_CNI_SRCS) src/cni/cni.h src/daemon/conf.h
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) tests/fuzz/fuzz-cni.c $(FUZZ_CNI_SRCS) -ljansson -o $@
