@@ -27,6 +27,13 @@ static json_t *vnic_request(const struct cni_env *env, const struct cni_conf *c,
 }
 
 /* Undo after a failed step: the step's error stays the one reported. */
+static void undo_vnic(const char *socket_path, const char *name)
+{
+	struct cni_err ignored = { 0 };
+
+	cni_jakirod_vnic_del(socket_path, name, &ignored);
+}
+
 static void undo_ipam(const char *plugin, const char *text, size_t len)
 {
 	struct cni_err ignored = { 0 };
@@ -68,19 +75,15 @@ int cni_cmd_add(const struct cni_env *env, const struct cni_conf *c, const char 
 	json_decref(req);
 	if (r)
 		goto undo_ipam;
-	if ((r = cni_netns_routes(env->netns, env->ifname, &ipam, e)))
-		goto undo_vnic;
+	if ((r = cni_netns_routes(env->netns, env->ifname, &ipam, e))) {
+		undo_vnic(c->socket, n.vnic);
+		goto undo_ipam;
+	}
 	memcpy(ifc.mac, n.mac, 6);
 	*out = cni_result_json(c->version, &ifc, &ipam);
 	json_decref(ipam_json);
 	return 0;
 
-undo_vnic:
-	{
-		struct cni_err ignored = { 0 };
-
-		cni_jakirod_vnic_del(c->socket, n.vnic, &ignored);
-	}
 undo_ipam:
 	undo_ipam(plugin, text, len);
 	json_decref(ipam_json);

@@ -205,6 +205,10 @@ refused "not JSON refused" 6 "JSON" "$WORK/bad6.conf"
 # jakirod refuses (no such VPC there): its message, and IPAM's lease undone.
 conf h1 'c["vpc"] = "green"' > "$WORK/bad7.conf"
 refused "VPC unknown to jakirod: its message, lease undone" 100 "vpc" "$WORK/bad7.conf"
+conf h1 'c["socket"] = "/run/jakiro-lab/'"$LAB_PREFIX"'/nonesuch.sock"' > "$WORK/bad8.conf"
+refused "jakirod unreachable: try again later" 11 "socket" "$WORK/bad8.conf"
+if cni DEL h1 ctr-bad "$NS1" eth0 "$WORK/bad8.conf"; then not_ok "DEL with jakirod unreachable fails (code 11)" "succeeded"
+else check "DEL with jakirod unreachable fails (code 11)" test "$(field 'r["code"]')" = 11; fi
 if ip netns exec "$LAB_PREFIX-h1" env CNI_COMMAND=ADD CNI_CONTAINERID=ctr-bad CNI_NETNS="$NS1" CNI_PATH=/usr/lib/cni \
 	"$CNI" < "$WORK/h1.conf" > "$WORK/out" 2>/dev/null; then not_ok "missing CNI_IFNAME refused" "accepted"
 else check "missing CNI_IFNAME refused (code 4)" test "$(field 'r["code"], "CNI_IFNAME" in r["msg"]')" = "4 True"; fi
