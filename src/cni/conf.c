@@ -170,9 +170,7 @@ static int parse_ipam(json_t *root, char *type, size_t typelen, struct cni_err *
 		return cni_fail(e, CNI_ERR_CONFIG, "ipam: missing (an IPAM plugin is required, e.g. host-local)");
 	if (!json_is_object(ipam))
 		return cni_fail(e, CNI_ERR_CONFIG, "ipam: must be an object");
-	if ((r = get_string(ipam, "type", false, type, typelen, e)) == 0 && !type[0])
-		return cni_fail(e, CNI_ERR_CONFIG, "ipam.type: missing");
-	if (r) {     /* the message names "type": say it is ipam's */
+	if ((r = get_string(ipam, "type", true, type, typelen, e))) {     /* "type: ...": say it is ipam's */
 		char msg[CNI_MSG_MAX];
 
 		snprintf(msg, sizeof(msg), "%s", e->msg);
