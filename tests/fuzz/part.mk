@@ -34,3 +34,9 @@ CPLANE_SRCS := $(wildcard src/cplane/*.c)
 $(FUZZ_DIR)/fuzz-cplane: tests/fuzz/fuzz-cplane.c $(CPLANE_SRCS) $(wildcard src/cplane/*.h)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) tests/fuzz/fuzz-cplane.c $(CPLANE_SRCS) -ljansson -lcurl -o $@
+
+# jakiro-cni's stdin and IPAM-result parsers (src/cni without its I/O).
+FUZZ_CNI_SRCS := src/cni/conf.c src/cni/result.c src/cni/name.c src/daemon/conf.c src/util/units.c src/cplane/keys.c
+$(FUZZ_DIR)/fuzz-cni: tests/fuzz/fuzz-cni.c $(FUZZ_CNI_SRCS) src/cni/cni.h src/daemon/conf.h
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) tests/fuzz/fuzz-cni.c $(FUZZ_CNI_SRCS) -ljansson -o $@
