@@ -80,6 +80,7 @@ struct jk_cplane {
 	int64_t lease;                  /* 0: none */
 	bool connected;
 	struct claim claims[CP_CLAIMS];
+	bool publish_due;               /* some claim is pending or to release */
 	struct policy_req policies[JK_MAX_VNICS];
 	unsigned n_policies;
 	int event_fd;                   /* policies queued, for the control thread */
@@ -235,6 +236,8 @@ int jk_cplane_claim(struct jakirod *d, const struct jk_vnic_conf *v, char *err, 
 	pthread_mutex_lock(&cp->lock);
 	if (!slot)
 		slot = claim_slot(cp);
+	if (want.state == CLAIM_PENDING)
+		cp->publish_due = true;
 	if (slot && old.state == CLAIM_RELEASE && want.state == CLAIM_PENDING) {
 		/* The old key still to delete: the agent publishes the new
 		 * claim after it, from this slot and a free one. */
@@ -279,6 +282,8 @@ void jk_cplane_release(struct jakirod *d, const struct jk_vnic_conf *v)
 		c->state = CLAIM_RELEASE;
 	copy = c ? *c : (struct claim){ 0 };
 	connected = cp->connected;
+	if (copy.state == CLAIM_RELEASE)
+		cp->publish_due = true;
 	pthread_mutex_unlock(&cp->lock);
 	if (copy.state == CLAIM_RELEASE && connected &&
 	    claim_write(cp, &cp->ctl, &copy, 0, holder, sub, sizeof(sub)) == 0) {
@@ -669,6 +674,7 @@ static int connect_etcd(struct jk_cplane *cp, struct jk_etcd *e, char *err, size
 		for (unsigned i = 0; i < CP_CLAIMS; i++)
 			if (cp->claims[i].state == CLAIM_PUBLISHED)
 				cp->claims[i].state = CLAIM_PENDING;
+	cp->publish_due = true;
 	cp->lease = lease;
 	cp->connected = true;
 	cp->connects++;
@@ -685,6 +691,14 @@ static int connect_etcd(struct jk_cplane *cp, struct jk_etcd *e, char *err, size
 static int publish_claims(struct jk_cplane *cp, char *err, size_t errlen)
 {
 	char holder[JK_ETCD_VAL_MAX], who[128];
+	bool due;
+
+	pthread_mutex_lock(&cp->lock);
+	due = cp->publish_due;
+	cp->publish_due = false;          /* set again by whatever comes meanwhile */
+	pthread_mutex_unlock(&cp->lock);
+	if (!due)
+		return 0;
 
 	for (unsigned n = 0; n < 2 * CP_CLAIMS; n++) {
 		enum claim_state pass = n < CP_CLAIMS ? CLAIM_RELEASE : CLAIM_PENDING;
@@ -716,6 +730,9 @@ static int publish_claims(struct jk_cplane *cp, char *err, size_t errlen)
 			fprintf(stderr, "jakirod: etcd: %s was taken by %s while etcd was away: the local vNIC stays "
 				"reachable from this host only\n", copy.key, who);
 		} else if (r) {
+			pthread_mutex_lock(&cp->lock);
+			cp->publish_due = true;   /* the rest, when etcd answers */
+			pthread_mutex_unlock(&cp->lock);
 			return r;
 		}
 	}
