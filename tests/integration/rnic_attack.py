@@ -1,0 +1,97 @@
+#!/usr/bin/python3
+"""rnic_attack.py — a hostile tenant against a soft-RNIC peer (hostile.sh).
+
+Connects to a perftest-style server (jk_write_bw, ib_write_bw: the TCP
+exchange of perftest 6.x, tools/jk_exch.h) as a client would, learns the
+server's QPN, rkey and buffer address, then instead of a transfer sends
+one hand-built RDMA WRITE (scapy, ICRC computed) that the server must
+refuse:
+
+  past-end   16 bytes at the end of the announced 4 KiB region - 8 (crosses the MR's end)
+  far        16 bytes 1 MiB past the region
+  wrap       16 bytes at 2^64 - 8 (an address sum that wraps in 64 bits)
+  too-long   WRITE_FIRST announcing 2 GiB (more than max_msg_sz), 1 KiB payload
+  overrun    WRITE_ONLY announcing 16 bytes carrying 64
+
+Prints the server's answer it sniffed ("nak SYNDROME" or "none"), then
+closes the exchange so the server prints its counters and exits.
+  rnic_attack.py SERVER_IP MY_IP CASE
+"""
+import socket
+import struct
+import sys
+import time
+
+from scapy.all import IP, UDP, Raw, AsyncSniffer, send, conf
+from scapy.contrib.roce import BTH
+
+conf.verb = 0
+server, me, case = sys.argv[1], sys.argv[2], sys.argv[3]
+MY_QPN, MY_PSN = 0x000abc, 0x000100
+
+
+def xchg(s, data, n):
+    s.sendall(data)
+    buf = b""
+    while len(buf) < n:
+        chunk = s.recv(n - len(buf))
+        if not chunk:
+            raise SystemExit("server closed the exchange")
+        buf += chunk
+    return buf
+
+
+def dest_msg():
+    gid = bytes(10) + b"\xff\xff" + socket.inet_aton(me)
+    msg = "%04x:%04x:%06x:%06x:%08x:%016x:" % (0, 1, MY_QPN, MY_PSN, 0, 0)
+    msg += "".join("%02x:" % b for b in gid) + "%08x:" % 0
+    return msg.encode().ljust(108, b"\0")
+
+
+deadline = time.monotonic() + 20
+while True:
+    try:
+        s = socket.create_connection((server, 18515), timeout=5)
+        break
+    except OSError:
+        if time.monotonic() > deadline:
+            raise
+        time.sleep(0.1)
+xchg(s, b"6.06".ljust(16, b"\0"), 16)
+xchg(s, struct.pack("!I", 4096), 4)
+xchg(s, struct.pack("!I", 64), 4)
+xchg(s, b"3\0", 2)                          # MTU 1024
+theirs = xchg(s, dest_msg(), 108).split(b"\0")[0].decode().split(":")
+qpn, rkey, vaddr = int(theirs[2], 16), int(theirs[4], 16), int(theirs[5], 16)
+print("server qpn %#x rkey %#x vaddr %#x" % (qpn, rkey, vaddr), flush=True)
+
+WRITE_FIRST, WRITE_ONLY = 6, 10
+op, va, dlen, payload = WRITE_ONLY, vaddr + 4096 - 8, 16, bytes(range(16))
+if case == "far":
+    va = vaddr + (1 << 20)
+elif case == "wrap":
+    va = (1 << 64) - 8
+elif case == "too-long":
+    op, va, dlen, payload = WRITE_FIRST, vaddr, 1 << 31, bytes(1024)
+elif case == "overrun":
+    va, payload = vaddr, bytes(64)
+elif case != "past-end":
+    raise SystemExit("unknown case " + case)
+reth = struct.pack("!QII", va, rkey, dlen)
+sniff = AsyncSniffer(iface="eth0", filter="udp dst port 4791 and src host %s" % server, store=True)
+sniff.start()
+time.sleep(0.2)
+pkt = IP(src=me, dst=server, id=1, flags="DF") / UDP(sport=49152, dport=4791, chksum=0) / \
+    BTH(opcode=op, dqpn=qpn, psn=MY_PSN, ackreq=1) / Raw(reth + payload)
+send(pkt, iface="eth0")
+time.sleep(1.0)
+got = sniff.stop()
+naks = []
+for p in got:
+    raw = bytes(p[UDP].payload)
+    if len(raw) >= 16 and raw[0] == 0x11:      # ACKNOWLEDGE: AETH after the 12-byte BTH
+        naks.append(raw[12])
+print("answer", " ".join("nak %#x" % n for n in naks if n & 0x60 == 0x60) or "none", flush=True)
+xchg(s, dest_msg(), 108)                   # the closing exchange
+s.sendall(b"done\0")
+s.close()
