@@ -14,3 +14,6 @@ $(BUILD)/tests/unit/test-%: $(BUILD)/obj/tests/unit/test-%.o $(UNIT_HELPERS) $(C
 
 # test-units also needs the units parser (src/util).
 $(BUILD)/tests/unit/test-units: $(BUILD)/obj/src/util/units.o
+
+# test-metrics: the exposition text builder of jakirod's /metrics (pure, no libmicrohttpd).
+$(BUILD)/tests/unit/test-metrics: $(BUILD)/obj/src/daemon/metrics_text.o
