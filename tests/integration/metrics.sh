@@ -191,10 +191,16 @@ PY
 ip netns exec "$ns" "$JAKIRO_BIN/jakirod" -c "$WORK/big.json" > "$WORK/big.log" 2>&1 &
 big=$!
 at_exit "kill $big; wait $big"
-big_scrape() { ip netns exec "$ns" curl -sf --max-time 10 "http://127.0.0.1:$PORT/metrics" > "$WORK/big.txt"; }
-check "a daemon with 256 vNICs is scraped" wait_until 120 big_scrape
+# It serves from before its vNICs are up (the port is bound first): wait
+# until the scrape shows all of them.
+big_scrape() {
+	ip netns exec "$ns" curl -sf --max-time 10 "http://127.0.0.1:$PORT/metrics" > "$WORK/big.txt" &&
+		test "$(grep -c '^jakiro_rcft_qp_quota{vnic=' "$WORK/big.txt")" = 256
+}
+check "a daemon with 256 vNICs is scraped, every vNIC in it" wait_until 120 big_scrape
 [ -s "$WORK/big.txt" ] || echo "# its log: $(tail -3 "$WORK/big.log" | tr '\n' ' ')"
-check "... every vNIC in it" test "$(grep -c '^jakiro_rcft_qp_quota{vnic=' "$WORK/big.txt")" = 256
+check "... 256 x 12 traffic samples in one family" \
+	test "$(grep -c '^jakiro_vnic_bytes_total{' "$WORK/big.txt")" = $((256 * 12))
 check "... and promtool accepts it" sh -c "promtool check metrics < $WORK/big.txt"
 kill "$big"; wait "$big"; rc=$?
 check "the 256-vNIC daemon stopped cleanly (exit $rc)" sh -c "test $rc -eq 0 && tail -1 $WORK/big.log | grep -q 'stopped$'"
