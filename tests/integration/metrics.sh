@@ -22,7 +22,7 @@ cat > "$WORK/topo.json" <<'JSON'
   "hosts": [ {"name": "h1", "underlay": "172.30.0.1/24"},
              {"name": "h2", "underlay": "172.30.0.2/24"} ],
   "vpcs":  [ {"name": "blue", "vni": 1001, "subnet": "10.0.0.0/24"} ],
-  "vnics": [ {"name": "b1", "vpc": "blue", "host": "h1", "ip": "10.0.0.1"},
+  "vnics": [ {"name": "b1", "vpc": "blue", "host": "h1", "ip": "10.0.0.1", "rate": "200mbit"},
              {"name": "b2", "vpc": "blue", "host": "h2", "ip": "10.0.0.2"} ]
 }
 JSON
@@ -63,7 +63,17 @@ check "iperf3 b1 -> b2" lab exec b1 -- timeout 20 iperf3 -c 10.0.0.2 -t 2
 scrape 1 "$WORK/m1.tcp"
 before=$(sample "$WORK/m1.ping" "$(b1 bytes egress tcp)") after=$(sample "$WORK/m1.tcp" "$(b1 bytes egress tcp)")
 check "b1 egress TCP bytes grew with the transfer ($before -> $after)" gt "$after" "$((${before:-0} + 10000000))"
-check "promtool still accepts it after traffic" sh -c "promtool check metrics < $WORK/m1.tcp"
+check "b1's egress DHTB (200mbit) queued TCP: jakiro_dhtb_queued_packets_total > 0" \
+	gt "$(sample "$WORK/m1.tcp" 'jakiro_dhtb_queued_packets_total{vnic="b1",vpc="blue",dir="egress",class="tcp"}')" 0
+check "... and passed its bytes: jakiro_dhtb_passed_bytes_total > 10 MB" \
+	gt "$(sample "$WORK/m1.tcp" 'jakiro_dhtb_passed_bytes_total{vnic="b1",vpc="blue",dir="egress",class="tcp"}')" 10000000
+# An ARP for an address no vNIC has: dropped, counted against b1 and in total.
+lab exec b1 -- ping -c 1 -W 1 10.0.0.9 > /dev/null 2>&1
+scrape 1 "$WORK/m1.drop"
+check "a drop counted against b1 by reason (arp_ignored)" \
+	gt "$(sample "$WORK/m1.drop" 'jakiro_vnic_drops_total{vnic="b1",vpc="blue",reason="arp_ignored"}')" 0
+check "... and in jakiro_drops_total" gt "$(sample "$WORK/m1.drop" 'jakiro_drops_total{reason="arp_ignored"}')" 0
+check "promtool still accepts it after traffic and drops" sh -c "promtool check metrics < $WORK/m1.drop"
 
 # -- a real Prometheus --------------------------------------------------------------
 cat > "$WORK/prometheus.yml" <<YAML
