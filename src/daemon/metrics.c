@@ -1,6 +1,6 @@
 /* metrics.c — the /metrics HTTP server (libmicrohttpd, its own thread).
  *
- * A scrape copies the numbers under dp_lock (a few hundred KiB for 256
+ * A scrape copies the numbers under dp_lock (at most 170 KiB for 256
  * vNICs, tens of microseconds: as `show stats` does), releases it, and
  * formats the copy (metrics_text.c).  The server runs one thread, which
  * alone touches the snapshot and the text buffer, both allocated at start
