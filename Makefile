@@ -29,8 +29,8 @@ CFLAGS  ?=
 CFLAGS  += -std=c11 -D_GNU_SOURCE -g $(OPT) $(WARN) $(SANFLAGS) -Isrc -MMD -MP
 LDFLAGS += $(SANFLAGS)
 
-PKG_CFLAGS := $(shell pkg-config --cflags jansson libmnl 2>/dev/null)
-PKG_LIBS   := $(shell pkg-config --libs jansson libmnl 2>/dev/null)
+PKG_CFLAGS := $(shell pkg-config --cflags jansson libmnl libcurl 2>/dev/null)
+PKG_LIBS   := $(shell pkg-config --libs jansson libmnl libcurl 2>/dev/null)
 
 LIBS       :=
 BINS       :=

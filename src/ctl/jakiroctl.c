@@ -16,10 +16,12 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "ctl/ctl.h"
+
 #define SOCK_DIR "/run/jakiro"
 
 static const char usage_text[] =
-	"usage: jakiroctl [-s SOCKET] [--json] COMMAND\n"
+	"usage: jakiroctl [-s SOCKET] [--etcd URL[/PREFIX]] [--json] COMMAND\n"
 	"\n"
 	"  show vnics | vlt | nft | rcft | stats\n"
 	"  vnic add NAME vpc VPC ip ADDR [mac MAC] [backend tap|afpacket] [ifname IF]\n"
@@ -34,63 +36,15 @@ static const char usage_text[] =
 	"  vlt add vpc VPC ip ADDR mac MAC vtep ADDR\n"
 	"  vlt del vpc VPC ip ADDR\n"
 	"\n"
+	"  with --etcd URL[/PREFIX] (or $JAKIRO_ETCD), the cluster through etcd (docs/cluster.md):\n"
+	"  cluster show [hosts|vpcs|vlt|policy]\n"
+	"  cluster policy set VPC IP KEY VALUE...   (the keys of vnic set; applied by the vNIC's host)\n"
+	"  cluster policy del VPC IP\n"
+	"\n"
 	"  N := 0-4294967295   MTU := 576-(underlay MTU - 50), 0 = default\n"
 	"  W := 1-1000         RATE := e.g. 1gbit, 500mbit, 0 = unlimited\n"
 	"  D := 0-63 (outer DSCP; defaults: RDMA 26, TCP/other 0)\n"
 	"  SIZE := e.g. 64k    SOCKET := default $JAKIRO_SOCKET, or the only " SOCK_DIR "/*.sock\n";
-
-static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-static int usage_error(const char *fmt, ...)
-{
-	va_list ap;
-
-	fputs("jakiroctl: ", stderr);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputs("\n(jakiroctl --help for usage)\n", stderr);
-	return 2;
-}
-
-/* ---- request building ------------------------------------------------ */
-
-static bool is_int_key(const char *k)
-{
-	static const char *const ints[] = { "mtu", "qp_quota", "nft_reserve", "dscp_rdma", "dscp_tcp", "rdma_weight",
-					    "tcp_weight",
-					    "ingress_rdma_weight", "ingress_tcp_weight", NULL };
-	for (const char *const *p = ints; *p; p++)
-		if (strcmp(*p, k) == 0)
-			return true;
-	return false;
-}
-
-/* KEY VALUE pairs into an object; integers typed, the rest strings. */
-static int pairs_to_object(int argc, char **argv, json_t *o)
-{
-	if (argc % 2)
-		return usage_error("\"%s\" has no value", argv[argc - 1]);
-	for (int i = 0; i < argc; i += 2) {
-		const char *k = argv[i], *v = argv[i + 1];
-
-		if (json_object_get(o, k))
-			return usage_error("%s: given twice", k);
-		if (is_int_key(k)) {
-			char *end;
-			long long n;
-
-			errno = 0;
-			n = strtoll(v, &end, 10);
-			if (errno || *end || end == v || n < 0 || n > 4294967295LL)
-				return usage_error("%s: not an integer in 0-4294967295: \"%s\"", k, v);
-			json_object_set_new(o, k, json_integer(n));
-		} else {
-			json_object_set_new(o, k, json_string(v));
-		}
-	}
-	return 0;
-}
 
 static int build_request(int argc, char **argv, json_t **out)
 {
@@ -99,10 +53,10 @@ static int build_request(int argc, char **argv, json_t **out)
 
 	*out = req;
 	if (argc < 1)
-		return usage_error("missing command");
+		return jk_ctl_usage_error("missing command");
 	if (strcmp(argv[0], "show") == 0) {
 		if (argc != 2)
-			return usage_error("show: which table? (vnics, vlt, nft, rcft, stats)");
+			return jk_ctl_usage_error("show: which table? (vnics, vlt, nft, rcft, stats)");
 		json_object_set_new(req, "cmd", json_string("show"));
 		json_object_set_new(req, "what", json_string(argv[1]));
 		return 0;
@@ -113,29 +67,29 @@ static int build_request(int argc, char **argv, json_t **out)
 			json_object_set_new(o, "name", json_string(argv[2]));
 			json_object_set_new(req, "cmd", json_string("vnic-add"));
 			json_object_set_new(req, "vnic", o);
-			return pairs_to_object(argc - 3, argv + 3, o);
+			return jk_ctl_pairs_to_object(argc - 3, argv + 3, o);
 		}
 		if (strcmp(argv[1], "del") == 0) {
 			if (argc != 3)
-				return usage_error("vnic del: takes only NAME");
+				return jk_ctl_usage_error("vnic del: takes only NAME");
 			json_object_set_new(req, "cmd", json_string("vnic-del"));
 			json_object_set_new(req, "name", json_string(argv[2]));
 			return 0;
 		}
 		if (strcmp(argv[1], "set") == 0) {
 			if (argc < 5)
-				return usage_error("vnic set: NAME KEY VALUE...");
+				return jk_ctl_usage_error("vnic set: NAME KEY VALUE...");
 			o = json_object();
 			json_object_set_new(req, "cmd", json_string("vnic-set"));
 			json_object_set_new(req, "name", json_string(argv[2]));
 			json_object_set_new(req, "set", o);
-			return pairs_to_object(argc - 3, argv + 3, o);
+			return jk_ctl_pairs_to_object(argc - 3, argv + 3, o);
 		}
-		return usage_error("vnic: add, del or set");
+		return jk_ctl_usage_error("vnic: add, del or set");
 	}
 	if (strcmp(argv[0], "vlt") == 0 && argc >= 2) {
 		o = json_object();
-		r = pairs_to_object(argc - 2, argv + 2, o);
+		r = jk_ctl_pairs_to_object(argc - 2, argv + 2, o);
 		if (r) {
 			json_decref(o);
 			return r;
@@ -152,7 +106,7 @@ static int build_request(int argc, char **argv, json_t **out)
 			json_object_foreach(o, k, v)
 				if (strcmp(k, "vpc") && strcmp(k, "ip")) {
 					json_decref(o);
-					return usage_error("vlt del: unknown key \"%s\" (vpc, ip)", k);
+					return jk_ctl_usage_error("vlt del: unknown key \"%s\" (vpc, ip)", k);
 				}
 			json_object_set_new(req, "cmd", json_string("vlt-del"));
 			json_object_update(req, o);
@@ -160,9 +114,9 @@ static int build_request(int argc, char **argv, json_t **out)
 			return 0;
 		}
 		json_decref(o);
-		return usage_error("vlt: add or del");
+		return jk_ctl_usage_error("vlt: add or del");
 	}
-	return usage_error("unknown command \"%s\"", argv[0]);
+	return jk_ctl_usage_error("unknown command \"%s\"", argv[0]);
 }
 
 /* ---- transport ---------------------------------------------------------- */
@@ -423,22 +377,27 @@ int main(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "socket", required_argument, NULL, 's' },
 		{ "json", no_argument, NULL, 'j' },
+		{ "etcd", required_argument, NULL, 'e' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	char sock[108] = "";
+	const char *etcd = getenv("JAKIRO_ETCD");
 	bool as_json = false;
 	json_t *req, *rep, *result;
 	int opt, r;
 
-	while ((opt = getopt_long(argc, argv, "+s:jh", opts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "+s:e:jh", opts, NULL)) != -1) {
 		switch (opt) {
 		case 's': snprintf(sock, sizeof(sock), "%s", optarg); break;
 		case 'j': as_json = true; break;
+		case 'e': etcd = optarg; break;
 		case 'h': fputs(usage_text, stdout); return 0;
 		default: fputs(usage_text, stderr); return 2;
 		}
 	}
+	if (optind < argc && strcmp(argv[optind], "cluster") == 0)
+		return jk_ctl_cluster(etcd, as_json, argc - optind - 1, argv + optind + 1);
 	r = build_request(argc - optind, argv + optind, &req);
 	if (r) {
 		json_decref(req);

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "daemon/cplane.h"
 #include "daemon/nl.h"
 
 static int mkdir_p(const char *dir)
@@ -282,21 +283,34 @@ static void vnic_down(struct jakirod *d, int id)
 	ports_leave(d);
 }
 
+/* With etcd, the address is claimed in the cluster first: a vNIC another
+ * host holds the address of is refused before anything is created. */
 int jk_apply_vnic_add(struct jakirod *d, const struct jk_vnic_conf *v, char *err, size_t errlen)
 {
-	int r = vnic_up(d, v, err, errlen);
+	bool claimed = find_vnic(d, v->name) < 0;     /* else refused below: the name is taken */
+	int r = claimed ? jk_cplane_claim(d, v, err, errlen) : 0;
 
 	if (r)
 		return r;
-	r = jk_persist(d, -1, err, errlen);
-	if (r)
-		vnic_down(d, find_vnic(d, v->name));
-	return r;
+	r = vnic_up(d, v, err, errlen);
+	if (r == 0) {
+		r = jk_persist(d, -1, err, errlen);
+		if (r)
+			vnic_down(d, find_vnic(d, v->name));
+	}
+	if (r) {
+		if (claimed)
+			jk_cplane_release(d, v);
+		return r;
+	}
+	jk_cplane_fetch_policy(d, v);
+	return 0;
 }
 
 int jk_apply_vnic_del(struct jakirod *d, const char *name, char *err, size_t errlen)
 {
 	int id = find_vnic(d, name);
+	struct jk_vnic_conf gone;
 	int r;
 
 	if (id < 0) {
@@ -307,7 +321,9 @@ int jk_apply_vnic_del(struct jakirod *d, const char *name, char *err, size_t err
 	r = jk_persist(d, id, err, errlen);
 	if (r)
 		return r;
+	gone = d->vnics[id].conf;
 	vnic_down(d, id);
+	jk_cplane_release(d, &gone);
 	return 0;
 }
 
@@ -471,7 +487,9 @@ int jk_apply_initial(struct jakirod *d, char *err, size_t errlen)
 	int r;
 
 	for (unsigned i = 0; i < d->conf->n_vnics; i++) {
-		r = vnic_up(d, &d->conf->vnics[i], sub, sizeof(sub));
+		r = jk_cplane_claim(d, &d->conf->vnics[i], sub, sizeof(sub));
+		if (r == 0)
+			r = vnic_up(d, &d->conf->vnics[i], sub, sizeof(sub));
 		if (r) {
 			snprintf(err, errlen, "vnics[%u].%s", i, sub);
 			return r;

@@ -1,5 +1,6 @@
 /* conf.c — parsing and validation of jakirod's JSON configuration. */
 #include "daemon/conf.h"
+#include "cplane/keys.h"
 
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -558,11 +559,44 @@ static int parse_sets(json_t *root, struct jk_conf *c, char *err, size_t errlen)
 	return check_unique(c, err, errlen);
 }
 
+/* "etcd": {"endpoint": "http://ADDR:PORT", "prefix": "/jakiro", "lease_ttl_s": 10} */
+static int get_etcd(json_t *root, struct jk_etcd_conf *e, char *err, size_t errlen)
+{
+	static const char *const known[] = { "endpoint", "prefix", "lease_ttl_s", NULL };
+	json_t *o = json_object_get(root, "etcd");
+	uint64_t ttl = JK_ETCD_TTL_DEFAULT;
+	const char *ep;
+	int r;
+
+	if (!o)
+		return 0;
+	if (!json_is_object(o))
+		return fail(err, errlen, "etcd: must be an object {\"endpoint\", \"prefix\", \"lease_ttl_s\"}");
+	if ((r = check_keys(o, known, "etcd", err, errlen)) ||
+	    (r = get_string(o, "endpoint", true, "etcd", e->endpoint, sizeof(e->endpoint), err, errlen)) ||
+	    (r = get_string(o, "prefix", false, "etcd", e->prefix, sizeof(e->prefix), err, errlen)) ||
+	    (r = get_uint(o, "lease_ttl_s", 2, 3600, "etcd", &ttl, err, errlen)))
+		return r;
+	ep = e->endpoint;
+	if (strncmp(ep, "http://", 7) == 0)
+		ep += 7;
+	if (!*ep || strchr(ep, '/') || !strchr(ep, ':') || strspn(ep, "abcdefghijklmnopqrstuvwxyz"
+		"ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-:[]") != strlen(ep))
+		return fail(err, errlen, "etcd.endpoint: \"%s\" is not http://HOST:PORT", e->endpoint);
+	if (!e->prefix[0])
+		strcpy(e->prefix, "/jakiro");
+	if (jk_prefix_check(e->prefix))
+		return fail(err, errlen, "etcd.prefix: \"%s\": must start with '/', not end with one, and use "
+			    "letters, digits and ._-/ only", e->prefix);
+	e->lease_ttl_s = (unsigned)ttl;
+	return 0;
+}
+
 int jk_conf_parse(json_t *root, struct jk_conf *c, char *err, size_t errlen)
 {
 	static const char *const known[] = {
 		"host", "vtep", "underlay_mtu", "ctl_socket", "state_file", "nft_idle_ms", "rcft_idle_ms",
-		"threads", "poll_us", "nice", "metrics_listen", "vpcs", "vnics", "vlt", NULL,
+		"threads", "poll_us", "nice", "etcd", "metrics_listen", "vpcs", "vnics", "vlt", NULL,
 	};
 	char listen[64] = "";
 	uint64_t mtu = 1500, nft_idle = 30000, rcft_idle = 60000, threads = 0, poll_us = 0;
@@ -585,7 +619,8 @@ int jk_conf_parse(json_t *root, struct jk_conf *c, char *err, size_t errlen)
 			    errlen)) ||
 	    (r = get_string(root, "state_file", false, "(top level)", c->state_file, sizeof(c->state_file), err,
 			    errlen)) ||
-	    (r = get_string(root, "metrics_listen", false, "(top level)", listen, sizeof(listen), err, errlen)))
+	    (r = get_string(root, "metrics_listen", false, "(top level)", listen, sizeof(listen), err, errlen)) ||
+	    (r = get_etcd(root, &c->etcd, err, errlen)))
 		return r;
 	if (listen[0] && jk_parse_ipv4_port(listen, &c->metrics_ip, &c->metrics_port))
 		return fail(err, errlen, "metrics_listen: not an IPv4 ADDR:PORT (port 1-65535): \"%s\"", listen);

@@ -73,6 +73,14 @@ struct jk_vlt_conf {
 	uint32_t vtep;
 };
 
+/* The cluster control plane (docs/cluster.md); endpoint "" = none. */
+#define JK_ETCD_TTL_DEFAULT 10      /* seconds a dead host's vNICs stay in the cluster's VLT */
+struct jk_etcd_conf {
+	char endpoint[96];                 /* "http://ADDR:PORT" */
+	char prefix[64];                   /* "/jakiro" */
+	unsigned lease_ttl_s;
+};
+
 struct jk_conf {
 	char host[JK_NAME_MAX];
 	uint32_t vtep;
@@ -86,6 +94,7 @@ struct jk_conf {
 	bool metrics;                      /* metrics_listen set: serve /metrics (docs/metrics.md) */
 	uint32_t metrics_ip;               /* ... on this IPv4 address (host order) */
 	uint16_t metrics_port;             /* ... and TCP port */
+	struct jk_etcd_conf etcd;
 	struct jk_vpc_conf vpcs[JK_MAX_VPCS];
 	unsigned n_vpcs;
 	struct jk_vnic_conf vnics[JK_MAX_VNICS];

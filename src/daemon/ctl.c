@@ -2,6 +2,7 @@
  * reply ({"ok": true, "result": ...} or {"ok": false, "error": "..."}).
  * Text formatting is jakiroctl's job; the daemon answers in JSON only. */
 #include "daemon/jakirod.h"
+#include "daemon/cplane.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -339,6 +340,8 @@ static json_t *do_show(struct jakirod *d, json_t *req)
 		pthread_mutex_lock(&d->dp_lock);
 		r = what[0] == 'v' ? show_vnics(d) : show_stats(d, now);
 		pthread_mutex_unlock(&d->dp_lock);
+		if (what[0] == 's')
+			json_object_set_new(r, "etcd", jk_cplane_stats_json(d));
 		return reply_ok(r);
 	}
 	if (strcmp(what, "vlt") == 0)

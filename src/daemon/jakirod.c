@@ -10,6 +10,7 @@
 #include "daemon/jakirod.h"
 #include "daemon/metrics.h"
 #include "core/hash.h"
+#include "daemon/cplane.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -29,7 +30,7 @@
 #include <unistd.h>
 
 /* The control thread's events (the datapath threads have their own: worker.c). */
-enum ev_kind { EV_CTL = 1, EV_TIMER, EV_SIGNAL, EV_CTL_CONN };
+enum ev_kind { EV_CTL = 1, EV_TIMER, EV_SIGNAL, EV_CTL_CONN, EV_CPLANE };
 
 #define EV(kind, id) ((uint64_t)(kind) << 32 | (uint32_t)(id))
 
@@ -105,6 +106,9 @@ static int run(struct jakirod *d)
 			}
 			case EV_SIGNAL:
 				d->stop = true;
+				break;
+			case EV_CPLANE:
+				jk_cplane_on_event(d);
 				break;
 			}
 		}
@@ -269,10 +273,12 @@ int main(int argc, char **argv)
 	/* The metrics socket before anything is created: a port taken is
 	 * refused with no TAP made. */
 	if (jk_underlay_open(&d.underlay, d.conf->vtep, d.n_threads, err, sizeof(err)) ||
-	    jk_metrics_start(&d, &metrics, err, sizeof(err)) || jk_apply_initial(&d, err, sizeof(err)) ||
-	    jk_ctl_open(&d, err, sizeof(err)) ||
-	    watch(&d, d.ctl_fd, EV(EV_CTL, 0)) || watch(&d, d.timer_fd, EV(EV_TIMER, 0)) ||
-	    watch(&d, sig_fd, EV(EV_SIGNAL, 0)) || jk_workers_start(&d, d.n_threads, err, sizeof(err))) {
+	    jk_metrics_start(&d, &metrics, err, sizeof(err)) || jk_cplane_open(&d, err, sizeof(err)) ||
+	    jk_apply_initial(&d, err, sizeof(err)) ||
+	    jk_ctl_open(&d, err, sizeof(err)) || watch(&d, d.ctl_fd, EV(EV_CTL, 0)) ||
+	    watch(&d, d.timer_fd, EV(EV_TIMER, 0)) || watch(&d, sig_fd, EV(EV_SIGNAL, 0)) ||
+	    (d.cplane && watch(&d, jk_cplane_event_fd(&d), EV(EV_CPLANE, 0))) ||
+	    jk_workers_start(&d, d.n_threads, err, sizeof(err)) || jk_cplane_start(&d, err, sizeof(err))) {
 		fprintf(stderr, "jakirod: %s\n", err);
 		goto out_net;
 	}
@@ -287,7 +293,8 @@ int main(int argc, char **argv)
 	jk_workers_stop(&d);
 	status = r ? 1 : 0;
 out_net:
-	jk_metrics_stop(metrics);       /* its thread reads the core: stopped first */
+	jk_cplane_close(&d);          /* first: the cluster forgets this host's vNICs now */
+	jk_metrics_stop(metrics);     /* its thread reads the core: stopped before the vNICs go */
 	jk_vnics_close_all(&d);
 	jk_ctl_close(&d);
 	jk_underlay_close(&d.underlay);

@@ -68,6 +68,7 @@ struct jk_ctl_conn {
 };
 
 struct jakirod;
+struct jk_cplane;
 
 /* A datapath thread. */
 struct jk_worker {
@@ -111,6 +112,7 @@ struct jakirod {
 	 * read with __atomic loads. */
 	uint64_t cp_rev_seen, cp_rev_applied;
 	bool cp_connected;
+	struct jk_cplane *cplane;   /* NULL without etcd */
 	volatile bool stop;
 };
 

@@ -24,6 +24,7 @@
 #include "core/hash.h"
 #include "daemon/conf.h"
 #include "daemon/jakirod.h"
+#include "daemon/cplane.h"
 #include "daemon/nl.h"
 #include "daemon/port.h"
 
@@ -57,6 +58,11 @@ int jk_nl_link_setup(const char *ifname, const char *newname, const uint8_t *mac
 
 static uint64_t fake_now = 1000000000ull;
 uint64_t jk_now_ns(void) { return fake_now += 1000; }
+/* No cluster control plane here (no etcd in the configuration). */
+int jk_cplane_claim(struct jakirod *d, const struct jk_vnic_conf *v, char *err, size_t errlen) { return 0; }
+void jk_cplane_release(struct jakirod *d, const struct jk_vnic_conf *v) { }
+void jk_cplane_fetch_policy(struct jakirod *d, const struct jk_vnic_conf *v) { }
+json_t *jk_cplane_stats_json(struct jakirod *d) { return json_null(); }
 
 /* ---- the daemon ---------------------------------------------------------- */
 

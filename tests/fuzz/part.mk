@@ -14,13 +14,13 @@ $(FUZZ_DIR)/fuzz-%: tests/fuzz/fuzz-%.c tests/fuzz/fuzz-env.h $(CORE_SRCS) $(wil
 	$(FUZZ_CC) $(FUZZ_CFLAGS) $< $(CORE_SRCS) -o $@
 
 # The configuration parsers: jakirod's conf.c and the units parser, with jansson.
-$(FUZZ_DIR)/fuzz-conf: tests/fuzz/fuzz-conf.c src/daemon/conf.c src/util/units.c $(wildcard src/daemon/*.h)
+$(FUZZ_DIR)/fuzz-conf: tests/fuzz/fuzz-conf.c src/daemon/conf.c src/util/units.c src/cplane/keys.c $(wildcard src/daemon/*.h)
 	@mkdir -p $(dir $@)
-	$(FUZZ_CC) $(FUZZ_CFLAGS) tests/fuzz/fuzz-conf.c src/daemon/conf.c src/util/units.c $(CORE_SRCS) -ljansson -o $@
+	$(FUZZ_CC) $(FUZZ_CFLAGS) tests/fuzz/fuzz-conf.c src/daemon/conf.c src/util/units.c src/cplane/keys.c $(CORE_SRCS) -ljansson -o $@
 
 # The control-socket request handler: ctl.c, apply.c and conf.c over the
 # core, with the OS (ports, netlink, threads) stubbed in the harness.
-FUZZ_CTL_SRCS := src/daemon/ctl.c src/daemon/apply.c src/daemon/conf.c src/util/units.c
+FUZZ_CTL_SRCS := src/daemon/ctl.c src/daemon/apply.c src/daemon/conf.c src/util/units.c src/cplane/keys.c
 $(FUZZ_DIR)/fuzz-ctl: tests/fuzz/fuzz-ctl.c $(FUZZ_CTL_SRCS) $(CORE_SRCS) $(wildcard src/daemon/*.h src/core/*.h)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) tests/fuzz/fuzz-ctl.c $(FUZZ_CTL_SRCS) $(CORE_SRCS) -ljansson -lpthread -o $@
@@ -33,3 +33,15 @@ $(FUZZ_DIR)/fuzz-metrics: tests/fuzz/fuzz-metrics.c src/daemon/metrics_text.c $(
 $(FUZZ_DIR)/mkseeds: tests/fuzz/mkseeds.c tests/unit/frames.c tests/unit/frames.h
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -D_GNU_SOURCE -g -O1 -Wall -Wextra -Werror -Itests/unit tests/fuzz/mkseeds.c tests/unit/frames.c -o $@
+
+# What jakirod reads from etcd: the watch stream, keys, values, base64.
+CPLANE_SRCS := $(wildcard src/cplane/*.c)
+$(FUZZ_DIR)/fuzz-cplane: tests/fuzz/fuzz-cplane.c $(CPLANE_SRCS) $(wildcard src/cplane/*.h)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) tests/fuzz/fuzz-cplane.c $(CPLANE_SRCS) -ljansson -lcurl -o $@
+
+# jakiro-cni's stdin and IPAM-result parsers (src/cni without its I/O).
+FUZZ_CNI_SRCS := src/cni/conf.c src/cni/result.c src/cni/name.c src/daemon/conf.c src/util/units.c src/cplane/keys.c
+$(FUZZ_DIR)/fuzz-cni: tests/fuzz/fuzz-cni.c $(FUZZ_CNI_SRCS) src/cni/cni.h src/daemon/conf.h
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) tests/fuzz/fuzz-cni.c $(FUZZ_CNI_SRCS) -ljansson -o $@

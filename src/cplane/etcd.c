@@ -1,0 +1,455 @@
+/* etcd.c — etcd v3 through its JSON gateway (etcd.h). */
+#include "cplane/etcd.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cplane/b64.h"
+
+static int fail(char *err, size_t errlen, int r, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+static int fail(char *err, size_t errlen, int r, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+	return r;
+}
+
+/* Appends to a growing buffer, at most JK_ETCD_REPLY_MAX bytes. */
+static bool buf_append(char **buf, size_t *len, size_t *cap, const char *p, size_t n)
+{
+	if (*len + n + 1 > JK_ETCD_REPLY_MAX)
+		return false;
+	if (*len + n + 1 > *cap) {
+		size_t c = *cap ? *cap : 4096;
+		char *nb;
+
+		while (c < *len + n + 1)
+			c *= 2;
+		nb = realloc(*buf, c);
+		if (!nb)
+			return false;
+		*buf = nb;
+		*cap = c;
+	}
+	memcpy(*buf + *len, p, n);
+	*len += n;
+	(*buf)[*len] = '\0';
+	return true;
+}
+
+static size_t on_reply_bytes(char *p, size_t size, size_t n, void *arg)
+{
+	struct jk_etcd *e = arg;
+
+	return buf_append(&e->buf, &e->len, &e->cap, p, size * n) ? size * n : 0;
+}
+
+static void base_url(const char *endpoint, char *url, size_t cap)
+{
+	size_t n;
+
+	snprintf(url, cap, "%s%s", strstr(endpoint, "://") ? "" : "http://", endpoint);
+	n = strlen(url);
+	while (n > 0 && url[n - 1] == '/')
+		url[--n] = '\0';
+}
+
+int jk_etcd_init(struct jk_etcd *e, const char *endpoint, long timeout_ms, char *err, size_t errlen)
+{
+	memset(e, 0, sizeof(*e));
+	if (strlen(endpoint) + 8 >= sizeof(e->url))
+		return fail(err, errlen, -EINVAL, "endpoint: longer than %zu characters", sizeof(e->url) - 8);
+	base_url(endpoint, e->url, sizeof(e->url));
+	e->timeout_ms = timeout_ms;
+	e->curl = curl_easy_init();
+	e->headers = curl_slist_append(NULL, "Content-Type: application/json");
+	if (!e->curl || !e->headers) {
+		jk_etcd_fini(e);
+		return fail(err, errlen, -ENOMEM, "etcd: cannot set up libcurl");
+	}
+	return 0;
+}
+
+void jk_etcd_fini(struct jk_etcd *e)
+{
+	if (e->curl)
+		curl_easy_cleanup(e->curl);
+	curl_slist_free_all(e->headers);
+	free(e->buf);
+	memset(e, 0, sizeof(*e));
+}
+
+int64_t jk_etcd_int(const json_t *v)
+{
+	if (json_is_integer(v))
+		return json_integer_value(v);
+	if (json_is_string(v))
+		return strtoll(json_string_value(v), NULL, 10);
+	return 0;
+}
+
+int jk_etcd_call(struct jk_etcd *e, const char *path, json_t *req, json_t **reply, char *err, size_t errlen)
+{
+	char url[JK_ETCD_URL_MAX + 64], *body = json_dumps(req, JSON_COMPACT);
+	json_error_t jerr;
+	long status = 0;
+	CURLcode c;
+	json_t *r;
+
+	json_decref(req);
+	*reply = NULL;
+	if (!body)
+		return fail(err, errlen, -ENOMEM, "etcd: cannot encode the request");
+	snprintf(url, sizeof(url), "%s%s", e->url, path);
+	e->len = 0;
+	curl_easy_reset(e->curl);
+	curl_easy_setopt(e->curl, CURLOPT_URL, url);
+	curl_easy_setopt(e->curl, CURLOPT_HTTPHEADER, e->headers);
+	curl_easy_setopt(e->curl, CURLOPT_POSTFIELDS, body);
+	curl_easy_setopt(e->curl, CURLOPT_WRITEFUNCTION, on_reply_bytes);
+	curl_easy_setopt(e->curl, CURLOPT_WRITEDATA, e);
+	curl_easy_setopt(e->curl, CURLOPT_TIMEOUT_MS, e->timeout_ms);
+	curl_easy_setopt(e->curl, CURLOPT_CONNECTTIMEOUT_MS, e->timeout_ms);
+	curl_easy_setopt(e->curl, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(e->curl, CURLOPT_PROTOCOLS_STR, "http,https");
+	c = curl_easy_perform(e->curl);
+	free(body);
+	if (c != CURLE_OK)
+		return fail(err, errlen, -EIO, "etcd %s: %s", e->url, curl_easy_strerror(c));
+	curl_easy_getinfo(e->curl, CURLINFO_RESPONSE_CODE, &status);
+	r = e->len ? json_loadb(e->buf, e->len, 0, &jerr) : NULL;
+	if (!json_is_object(r)) {
+		json_decref(r);
+		return fail(err, errlen, -EPROTO, "etcd %s%s: HTTP %ld, not a JSON object", e->url, path, status);
+	}
+	if (status != 200) {
+		const char *msg = json_string_value(json_object_get(r, "message"));
+
+		fail(err, errlen, -EPROTO, "etcd %s%s: HTTP %ld: %s", e->url, path, status, msg ? msg : "(no message)");
+		json_decref(r);
+		return -EPROTO;
+	}
+	e->revision = jk_etcd_int(json_object_get(json_object_get(r, "header"), "revision"));
+	*reply = r;
+	return 0;
+}
+
+json_t *jk_etcd_b64(const char *s)
+{
+	size_t n = strlen(s);
+	char *out = malloc(jk_b64_encoded_size(n));
+	json_t *j;
+
+	if (!out)
+		return NULL;
+	jk_b64_encode(s, n, out);
+	j = json_string(out);
+	free(out);
+	return j;
+}
+
+static int unb64(const json_t *v, char *out, size_t cap)
+{
+	long n;
+
+	if (!v) {
+		out[0] = '\0';         /* the gateway leaves out empty values */
+		return 0;
+	}
+	if (!json_is_string(v))
+		return -EPROTO;
+	n = jk_b64_decode(json_string_value(v), (uint8_t *)out, cap - 1);
+	if (n < 0 || memchr(out, '\0', (size_t)n))
+		return -EPROTO;
+	out[n] = '\0';
+	return 0;
+}
+
+int jk_etcd_kv(const json_t *kv, char key[JK_ETCD_KEY_MAX], char val[JK_ETCD_VAL_MAX], int64_t *mod_revision)
+{
+	if (!json_is_object(kv) || !json_object_get(kv, "key") || unb64(json_object_get(kv, "key"), key, JK_ETCD_KEY_MAX) ||
+	    unb64(json_object_get(kv, "value"), val, JK_ETCD_VAL_MAX))
+		return -EPROTO;
+	if (mod_revision)
+		*mod_revision = jk_etcd_int(json_object_get(kv, "mod_revision"));
+	return 0;
+}
+
+void jk_etcd_prefix_end(const char *prefix, char end[JK_ETCD_KEY_MAX])
+{
+	size_t n;
+
+	snprintf(end, JK_ETCD_KEY_MAX, "%s", prefix);
+	n = strlen(end);
+	/* Our prefixes end in '/': its successor '0' keeps the end printable. */
+	if (n > 0)
+		end[n - 1] = (char)(end[n - 1] + 1);
+}
+
+int jk_etcd_range_prefix(struct jk_etcd *e, const char *prefix, json_t **kvs, int64_t *revision, char *err,
+			 size_t errlen)
+{
+	char end[JK_ETCD_KEY_MAX];
+	json_t *reply;
+	int r;
+
+	jk_etcd_prefix_end(prefix, end);
+	r = jk_etcd_call(e, "/v3/kv/range",
+			 json_pack("{s:o, s:o}", "key", jk_etcd_b64(prefix), "range_end", jk_etcd_b64(end)), &reply,
+			 err, errlen);
+	if (r)
+		return r;
+	*kvs = json_incref(json_object_get(reply, "kvs"));
+	if (!*kvs)
+		*kvs = json_array();
+	*revision = e->revision;
+	json_decref(reply);
+	if (!json_is_array(*kvs)) {
+		json_decref(*kvs);
+		return fail(err, errlen, -EPROTO, "etcd range %s: \"kvs\" is not an array", prefix);
+	}
+	return 0;
+}
+
+int jk_etcd_get(struct jk_etcd *e, const char *key, char val[JK_ETCD_VAL_MAX], bool *found, char *err,
+		size_t errlen)
+{
+	char k[JK_ETCD_KEY_MAX];
+	json_t *reply, *kv;
+	int r = jk_etcd_call(e, "/v3/kv/range", json_pack("{s:o}", "key", jk_etcd_b64(key)), &reply, err, errlen);
+
+	if (r)
+		return r;
+	kv = json_array_get(json_object_get(reply, "kvs"), 0);
+	*found = kv != NULL;
+	r = kv && jk_etcd_kv(kv, k, val, NULL) ? fail(err, errlen, -EPROTO, "etcd get %s: bad kv", key) : 0;
+	json_decref(reply);
+	return r;
+}
+
+static json_t *put_op(const char *key, const char *val, int64_t lease)
+{
+	json_t *o = json_pack("{s:o, s:o}", "key", jk_etcd_b64(key), "value", jk_etcd_b64(val));
+	char id[24];
+
+	if (lease) {
+		snprintf(id, sizeof(id), "%" PRId64, lease);
+		json_object_set_new(o, "lease", json_string(id));
+	}
+	return o;
+}
+
+static int simple(struct jk_etcd *e, const char *path, json_t *req, char *err, size_t errlen)
+{
+	json_t *reply;
+	int r = jk_etcd_call(e, path, req, &reply, err, errlen);
+
+	json_decref(reply);
+	return r;
+}
+
+int jk_etcd_put(struct jk_etcd *e, const char *key, const char *val, int64_t lease, char *err, size_t errlen)
+{
+	return simple(e, "/v3/kv/put", put_op(key, val, lease), err, errlen);
+}
+
+int jk_etcd_delete(struct jk_etcd *e, const char *key, char *err, size_t errlen)
+{
+	return simple(e, "/v3/kv/deleterange", json_pack("{s:o}", "key", jk_etcd_b64(key)), err, errlen);
+}
+
+static json_t *lease_id(int64_t lease)
+{
+	char id[24];
+
+	snprintf(id, sizeof(id), "%" PRId64, lease);
+	return json_string(id);
+}
+
+int jk_etcd_lease_grant(struct jk_etcd *e, int64_t ttl_s, int64_t *lease, char *err, size_t errlen)
+{
+	json_t *reply;
+	int r = jk_etcd_call(e, "/v3/lease/grant", json_pack("{s:I}", "TTL", (json_int_t)ttl_s), &reply, err, errlen);
+
+	if (r)
+		return r;
+	*lease = jk_etcd_int(json_object_get(reply, "ID"));
+	json_decref(reply);
+	return *lease ? 0 : fail(err, errlen, -EPROTO, "etcd lease grant: no ID in the reply");
+}
+
+int jk_etcd_lease_keepalive(struct jk_etcd *e, int64_t lease, int64_t *ttl_left, char *err, size_t errlen)
+{
+	json_t *reply;
+	int r = jk_etcd_call(e, "/v3/lease/keepalive", json_pack("{s:o}", "ID", lease_id(lease)), &reply, err, errlen);
+
+	if (r)
+		return r;
+	/* The gateway wraps the stream's one message in "result"; a lease
+	 * that is gone comes back without a TTL. */
+	*ttl_left = jk_etcd_int(json_object_get(json_object_get(reply, "result"), "TTL"));
+	e->revision = jk_etcd_int(json_object_get(json_object_get(json_object_get(reply, "result"), "header"),
+						  "revision"));
+	json_decref(reply);
+	return 0;
+}
+
+int jk_etcd_lease_revoke(struct jk_etcd *e, int64_t lease, char *err, size_t errlen)
+{
+	return simple(e, "/v3/lease/revoke", json_pack("{s:o}", "ID", lease_id(lease)), err, errlen);
+}
+
+/* One transaction: if `cmp` holds, put; else read the key. */
+static int txn_put_or_read(struct jk_etcd *e, json_t *cmp, const char *key, const char *val, int64_t lease,
+			   bool *done, char holder[JK_ETCD_VAL_MAX], bool *exists, char *err, size_t errlen)
+{
+	json_t *req = json_pack("{s:[o], s:[{s:o}], s:[{s:{s:o}}]}", "compare", cmp, "success", "request_put",
+				put_op(key, val, lease), "failure", "request_range", "key", jk_etcd_b64(key));
+	json_t *reply, *kv;
+	char k[JK_ETCD_KEY_MAX];
+	int r = jk_etcd_call(e, "/v3/kv/txn", req, &reply, err, errlen);
+
+	if (r)
+		return r;
+	*done = json_is_true(json_object_get(reply, "succeeded"));
+	*exists = false;
+	if (!*done) {
+		kv = json_array_get(json_object_get(json_object_get(json_array_get(json_object_get(reply, "responses"), 0),
+								   "response_range"), "kvs"), 0);
+		if (kv && jk_etcd_kv(kv, k, holder, NULL) == 0)
+			*exists = true;
+	}
+	json_decref(reply);
+	return 0;
+}
+
+int jk_etcd_claim(struct jk_etcd *e, const char *key, const char *val, int64_t lease,
+		  char holder[JK_ETCD_VAL_MAX], char *err, size_t errlen)
+{
+	/* Create if absent; if present with our value, move it to our lease
+	 * (compare on the value, so a change in between is seen).  Another
+	 * host racing us is refused by one of the two compares. */
+	for (int attempt = 0; attempt < 4; attempt++) {
+		bool done, exists;
+		int r = txn_put_or_read(e, json_pack("{s:o, s:s, s:s, s:s}", "key", jk_etcd_b64(key), "target", "CREATE",
+						     "result", "EQUAL", "create_revision", "0"),
+					key, val, lease, &done, holder, &exists, err, errlen);
+
+		if (r || done)
+			return r;
+		if (!exists)
+			continue;        /* deleted in between: try creating again */
+		if (strcmp(holder, val) != 0)
+			return -EEXIST;
+		r = txn_put_or_read(e, json_pack("{s:o, s:s, s:s, s:o}", "key", jk_etcd_b64(key), "target", "VALUE",
+						 "result", "EQUAL", "value", jk_etcd_b64(val)),
+				    key, val, lease, &done, holder, &exists, err, errlen);
+		if (r || done)
+			return r;
+		if (exists && strcmp(holder, val) != 0)
+			return -EEXIST;
+	}
+	return fail(err, errlen, -EIO, "etcd claim %s: the key kept changing", key);
+}
+
+int jk_etcd_release(struct jk_etcd *e, const char *key, const char *val, char *err, size_t errlen)
+{
+	json_t *req = json_pack("{s:[{s:o, s:s, s:s, s:o}], s:[{s:{s:o}}]}", "compare", "key", jk_etcd_b64(key),
+				"target", "VALUE", "result", "EQUAL", "value", jk_etcd_b64(val), "success",
+				"request_delete_range", "key", jk_etcd_b64(key));
+
+	return simple(e, "/v3/kv/txn", req, err, errlen);
+}
+
+/* ---- watches ---------------------------------------------------------- */
+
+int jk_etcd_watch_feed(struct jk_etcd_watch *w, const char *p, size_t n)
+{
+	char *line, *nl;
+
+	if (w->broken || !buf_append(&w->buf, &w->len, &w->cap, p, n)) {
+		w->broken = true;
+		return -EPROTO;
+	}
+	line = w->buf;
+	while ((nl = memchr(line, '\n', w->len - (size_t)(line - w->buf)))) {
+		json_error_t jerr;
+		json_t *msg = json_loadb(line, (size_t)(nl - line), 0, &jerr);
+		json_t *result = json_object_get(msg, "result");
+
+		if (!json_is_object(result)) {
+			json_decref(msg);
+			w->broken = true;
+			return -EPROTO;
+		}
+		w->fn(w, result, w->arg);
+		json_decref(msg);
+		line = nl + 1;
+	}
+	w->len -= (size_t)(line - w->buf);
+	memmove(w->buf, line, w->len);
+	return 0;
+}
+
+static size_t on_watch_bytes(char *p, size_t size, size_t n, void *arg)
+{
+	/* Not taking the bytes aborts the transfer: the owner starts over. */
+	return jk_etcd_watch_feed(arg, p, size * n) ? 0 : size * n;
+}
+
+int jk_etcd_watch_start(struct jk_etcd_watch *w, CURLM *m, const char *url, const char *prefix,
+			int64_t start_revision, jk_etcd_watch_fn fn, void *arg, char *err, size_t errlen)
+{
+	char end[JK_ETCD_KEY_MAX], full[JK_ETCD_URL_MAX + 16], rev[24];
+	json_t *req;
+
+	memset(w, 0, sizeof(*w));
+	jk_etcd_prefix_end(prefix, end);
+	snprintf(rev, sizeof(rev), "%" PRId64, start_revision);
+	req = json_pack("{s:{s:o, s:o, s:s}}", "create_request", "key", jk_etcd_b64(prefix), "range_end",
+			jk_etcd_b64(end), "start_revision", rev);
+	w->body = json_dumps(req, JSON_COMPACT);
+	json_decref(req);
+	w->curl = curl_easy_init();
+	if (!w->body || !w->curl) {
+		jk_etcd_watch_stop(w, NULL);
+		return fail(err, errlen, -ENOMEM, "etcd watch %s: out of memory", prefix);
+	}
+	w->fn = fn;
+	w->arg = arg;
+	snprintf(full, sizeof(full), "%s/v3/watch", url);
+	curl_easy_setopt(w->curl, CURLOPT_URL, full);
+	curl_easy_setopt(w->curl, CURLOPT_POSTFIELDS, w->body);
+	curl_easy_setopt(w->curl, CURLOPT_WRITEFUNCTION, on_watch_bytes);
+	curl_easy_setopt(w->curl, CURLOPT_WRITEDATA, w);
+	curl_easy_setopt(w->curl, CURLOPT_PRIVATE, w);
+	curl_easy_setopt(w->curl, CURLOPT_CONNECTTIMEOUT_MS, 2000L);
+	curl_easy_setopt(w->curl, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(w->curl, CURLOPT_TCP_KEEPALIVE, 1L);
+	curl_easy_setopt(w->curl, CURLOPT_PROTOCOLS_STR, "http,https");
+	if (curl_multi_add_handle(m, w->curl) != CURLM_OK) {
+		jk_etcd_watch_stop(w, NULL);
+		return fail(err, errlen, -ENOMEM, "etcd watch %s: curl_multi_add_handle failed", prefix);
+	}
+	return 0;
+}
+
+void jk_etcd_watch_stop(struct jk_etcd_watch *w, CURLM *m)
+{
+	if (w->curl) {
+		if (m)
+			curl_multi_remove_handle(m, w->curl);
+		curl_easy_cleanup(w->curl);
+	}
+	free(w->body);
+	free(w->buf);
+	memset(w, 0, sizeof(*w));
+}

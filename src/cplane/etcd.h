@@ -1,0 +1,106 @@
+/* etcd.h — a small client of etcd's v3 API through its JSON gateway
+ * (POST /v3/..., keys and values base64), over libcurl.
+ *
+ * Why the gateway (docs/cluster.md): it is part of every etcd v3 server,
+ * Debian has no C gRPC stack to build against, and the few calls the
+ * control plane makes (range, put, txn, lease grant/keepalive/revoke and
+ * watch) map one to one onto POSTs of small JSON documents that jansson
+ * already reads.  A watch is a long POST whose reply is a stream of JSON
+ * messages, one per line.
+ *
+ * Errors: 0 or -errno, with `err` saying what failed:
+ *   -EIO      etcd unreachable, timed out, or the reply was cut;
+ *   -EPROTO   a reply that is not what the API promises (err: etcd's own
+ *             message when it sent one);
+ *   -EEXIST   jk_etcd_claim: the key holds another value.
+ * Not thread-safe: one struct jk_etcd per thread.
+ */
+#ifndef JK_ETCD_H
+#define JK_ETCD_H
+
+#include <curl/curl.h>
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define JK_ETCD_URL_MAX 128
+#define JK_ETCD_KEY_MAX 256
+#define JK_ETCD_VAL_MAX 1024
+#define JK_ETCD_REPLY_MAX (64u << 20)   /* a range of the whole cluster fits */
+
+struct jk_etcd {
+	CURL *curl;
+	struct curl_slist *headers;
+	char url[JK_ETCD_URL_MAX];       /* "http://host:port", no trailing slash */
+	long timeout_ms;
+	char *buf;                       /* the reply being read */
+	size_t len, cap;
+	int64_t revision;                /* the store's revision in the last reply */
+};
+
+/* endpoint: "http://HOST:PORT" (or "HOST:PORT"). */
+int jk_etcd_init(struct jk_etcd *e, const char *endpoint, long timeout_ms, char *err, size_t errlen);
+void jk_etcd_fini(struct jk_etcd *e);
+
+/* POSTs `req` (taken over) to `path` ("/v3/kv/range"); on 0 *reply is
+ * etcd's answer (the caller decrefs it). */
+int jk_etcd_call(struct jk_etcd *e, const char *path, json_t *req, json_t **reply, char *err, size_t errlen);
+
+/* ---- values as the gateway writes them ---- */
+json_t *jk_etcd_b64(const char *s);        /* a key or value, as a JSON string */
+int64_t jk_etcd_int(const json_t *v);      /* int64s come as strings; absent = 0 */
+/* The key and value of a "kv" object, NUL-terminated.  0 or -EPROTO. */
+int jk_etcd_kv(const json_t *kv, char key[JK_ETCD_KEY_MAX], char val[JK_ETCD_VAL_MAX], int64_t *mod_revision);
+/* The end of the range of keys starting with `prefix` (its last byte + 1). */
+void jk_etcd_prefix_end(const char *prefix, char end[JK_ETCD_KEY_MAX]);
+
+/* ---- operations ---- */
+/* Every key under `prefix`: *kvs is the reply's "kvs" array (a new
+ * reference, may be empty), *revision the store's revision it reflects. */
+int jk_etcd_range_prefix(struct jk_etcd *e, const char *prefix, json_t **kvs, int64_t *revision, char *err,
+			 size_t errlen);
+int jk_etcd_get(struct jk_etcd *e, const char *key, char val[JK_ETCD_VAL_MAX], bool *found, char *err,
+		size_t errlen);
+int jk_etcd_put(struct jk_etcd *e, const char *key, const char *val, int64_t lease, char *err, size_t errlen);
+int jk_etcd_delete(struct jk_etcd *e, const char *key, char *err, size_t errlen);
+int jk_etcd_lease_grant(struct jk_etcd *e, int64_t ttl_s, int64_t *lease, char *err, size_t errlen);
+/* *ttl_left: seconds left; 0 when the lease no longer exists. */
+int jk_etcd_lease_keepalive(struct jk_etcd *e, int64_t lease, int64_t *ttl_left, char *err, size_t errlen);
+int jk_etcd_lease_revoke(struct jk_etcd *e, int64_t lease, char *err, size_t errlen);
+
+/* Compare-and-create: sets key = val under `lease` if the key does not
+ * exist or already holds exactly `val` (a re-claim moves it to `lease`).
+ * -EEXIST when it holds something else: `holder` gets that value. */
+int jk_etcd_claim(struct jk_etcd *e, const char *key, const char *val, int64_t lease,
+		  char holder[JK_ETCD_VAL_MAX], char *err, size_t errlen);
+/* Deletes key if it holds exactly `val` (else leaves it: not ours). */
+int jk_etcd_release(struct jk_etcd *e, const char *key, const char *val, char *err, size_t errlen);
+
+/* ---- watches: a long POST per watched prefix, served by a curl multi ---- */
+struct jk_etcd_watch;
+/* Called for every message of the stream ("result" object) with the
+ * store revision in its header. */
+typedef void (*jk_etcd_watch_fn)(struct jk_etcd_watch *w, const json_t *result, void *arg);
+
+struct jk_etcd_watch {
+	CURL *curl;
+	char *body;                      /* the create request */
+	char *buf;                       /* bytes of the stream not yet a whole line */
+	size_t len, cap;
+	jk_etcd_watch_fn fn;
+	void *arg;
+	bool broken;                     /* a message was not JSON / too long */
+};
+
+/* Starts watching every key under `prefix` from `start_revision` on `m`. */
+int jk_etcd_watch_start(struct jk_etcd_watch *w, CURLM *m, const char *url, const char *prefix,
+			int64_t start_revision, jk_etcd_watch_fn fn, void *arg, char *err, size_t errlen);
+void jk_etcd_watch_stop(struct jk_etcd_watch *w, CURLM *m);
+/* Bytes of the stream: every whole line is a message, handed to w->fn.
+ * -EPROTO (and w->broken) on a line that is not {"result": {...}} or a
+ * line longer than JK_ETCD_REPLY_MAX.  (The curl callback; also what the
+ * tests and the fuzz target feed.) */
+int jk_etcd_watch_feed(struct jk_etcd_watch *w, const char *p, size_t n);
+
+#endif

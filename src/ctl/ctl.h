@@ -1,0 +1,19 @@
+/* ctl.h — what jakiroctl's commands share: usage errors and KEY VALUE
+ * arguments (args.c), and the cluster commands over etcd (cluster.c). */
+#ifndef JK_CTL_H
+#define JK_CTL_H
+
+#include <jansson.h>
+#include <stdbool.h>
+
+/* Prints "jakiroctl: ..." and the pointer to --help; returns 2. */
+int jk_ctl_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* KEY VALUE pairs into `o`: the integer settings typed, the rest strings.
+ * 0, or 2 after a usage error. */
+int jk_ctl_pairs_to_object(int argc, char **argv, json_t *o);
+
+/* jakiroctl --etcd URL[/PREFIX] cluster ...: the cluster's view and
+ * cluster-wide policy.  The exit status. */
+int jk_ctl_cluster(const char *etcd, bool as_json, int argc, char **argv);
+
+#endif

@@ -1,0 +1,1003 @@
+/* cplane.c — jakirod's agent of the cluster control plane (cplane.h). */
+#include "daemon/cplane.h"
+#include "daemon/jakirod.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "core/hash.h"
+#include "core/table.h"
+#include "cplane/etcd.h"
+#include "cplane/keys.h"
+
+#define CP_TIMEOUT_MS 2000          /* one etcd request */
+#define CP_RETRY_MIN_MS 100         /* reconnecting: first wait, doubled up to */
+#define CP_RETRY_MAX_MS 2000
+#define CP_CLAIMS (2 * JK_MAX_VNICS)   /* local addresses, and releases waiting for etcd */
+#define CP_LEARNED_MAX 65536        /* remote entries (the datapath's VLT holds as many) */
+
+enum claim_state {
+	CLAIM_FREE,
+	CLAIM_PENDING,                  /* to publish when etcd answers */
+	CLAIM_PUBLISHED,
+	CLAIM_CONFLICT,                 /* claimed elsewhere during an outage: stays local only */
+	CLAIM_RELEASE,                  /* vNIC gone; the key to delete when etcd answers */
+};
+
+struct claim {
+	enum claim_state state;
+	uint32_t vni, ip;
+	char key[JK_ETCD_KEY_MAX];
+	char val[JK_ETCD_VAL_MAX];
+};
+
+struct watched_vni {
+	struct jk_cplane *cp;
+	uint32_t vni;                   /* 0: free slot */
+	bool watching;
+	bool reload;                    /* read in full again (compaction, stream ended) */
+	struct jk_etcd_watch watch;
+};
+
+struct learned_key {
+	uint32_t vni, ip;
+};
+
+/* A remote VLT entry as etcd gave it (the datapath holds its copy). */
+struct learned {
+	struct learned_key key;
+	uint8_t mac[6];
+	uint16_t pad;
+	uint32_t vtep;
+	uint32_t epoch;                 /* the read in full that last saw it */
+};
+
+struct policy_req {
+	uint32_t vni, ip;
+	char patch[JK_ETCD_VAL_MAX];
+};
+
+struct jk_cplane {
+	struct jakirod *d;
+	char url[JK_ETCD_URL_MAX];
+	char prefix[JK_PREFIX_MAX];
+	int64_t ttl_s;
+	pthread_t tid;
+	bool running;
+	volatile bool stop;
+	pthread_mutex_t lock;           /* everything below but the agent's own (marked) */
+	pthread_mutex_t write_lock;     /* claim/release writes to etcd, in one order */
+	struct jk_etcd ctl;             /* the control thread's connection */
+	int64_t lease;                  /* 0: none */
+	bool connected;
+	struct claim claims[CP_CLAIMS];
+	struct policy_req policies[JK_MAX_VNICS];
+	unsigned n_policies;
+	int event_fd;                   /* policies queued, for the control thread */
+	/* The agent's own. */
+	struct jk_etcd agent;
+	CURLM *multi;
+	struct watched_vni vnis[JK_MAX_VNICS];
+	struct jk_table learned;
+	uint32_t epoch;
+	uint64_t next_keepalive_ns;
+	unsigned retry_ms;
+	/* Counters (`show stats`, metrics). */
+	uint64_t connects, disconnects, leases_lost, reloads, compactions, events, bad_events, vlt_refused,
+		claims_refused, conflicts, policies_applied, policies_refused, errors;
+	char last_error[JK_ERR_MAX];
+};
+
+static struct jk_cplane *cp_of(struct jakirod *d)
+{
+	return d->cplane;
+}
+
+static void set_error(struct jk_cplane *cp, const char *msg)
+{
+	pthread_mutex_lock(&cp->lock);
+	snprintf(cp->last_error, sizeof(cp->last_error), "%s", msg);
+	cp->errors++;
+	pthread_mutex_unlock(&cp->lock);
+}
+
+static uint32_t learned_hash(const struct learned_key *k)
+{
+	return jk_hash_keyed((const uint32_t *)k, 2);
+}
+
+static const struct jk_vpc_conf *vpc_of_vni(const struct jk_conf *c, uint32_t vni)
+{
+	for (unsigned i = 0; i < c->n_vpcs; i++)
+		if (c->vpcs[i].vni == vni)
+			return &c->vpcs[i];
+	return NULL;
+}
+
+static void set_revision(uint64_t *field, int64_t rev)
+{
+	if (rev > 0 && (uint64_t)rev > __atomic_load_n(field, __ATOMIC_RELAXED))
+		__atomic_store_n(field, (uint64_t)rev, __ATOMIC_RELAXED);
+}
+
+/* ---- claims (either thread) -------------------------------------------- */
+
+static void claim_value(struct jakirod *d, const struct jk_vnic_conf *v, uint32_t vni, struct claim *c)
+{
+	struct jk_vlt_value val = { .vtep = d->conf->vtep };
+
+	memcpy(val.mac, v->mac, 6);
+	snprintf(val.host, sizeof(val.host), "%s", d->conf->host);
+	snprintf(val.vnic, sizeof(val.vnic), "%s", v->name);
+	c->vni = vni;
+	c->ip = v->ip;
+	jk_key_vlt(cp_of(d)->prefix, vni, v->ip, c->key);
+	jk_vlt_value_format(&val, c->val);
+}
+
+static struct claim *claim_find(struct jk_cplane *cp, uint32_t vni, uint32_t ip, bool releases_too)
+{
+	for (unsigned i = 0; i < CP_CLAIMS; i++) {
+		struct claim *c = &cp->claims[i];
+
+		if (c->state != CLAIM_FREE && c->vni == vni && c->ip == ip &&
+		    (releases_too || c->state != CLAIM_RELEASE))
+			return c;
+	}
+	return NULL;
+}
+
+static struct claim *claim_slot(struct jk_cplane *cp)
+{
+	for (unsigned i = 0; i < CP_CLAIMS; i++)
+		if (cp->claims[i].state == CLAIM_FREE)
+			return &cp->claims[i];
+	return NULL;
+}
+
+/* Writes one claim or release to etcd (write_lock held).  0, -EEXIST
+ * (holder set), or -EIO & co. (etcd unreachable: try later). */
+static int claim_write(struct jk_cplane *cp, struct jk_etcd *e, const struct claim *c, int64_t lease,
+		       char holder[JK_ETCD_VAL_MAX], char *err, size_t errlen)
+{
+	if (c->state == CLAIM_RELEASE)
+		return jk_etcd_release(e, c->key, c->val, err, errlen);
+	return jk_etcd_claim(e, c->key, c->val, lease, holder, err, errlen);
+}
+
+static void holder_text(const char *holder, char *out, size_t len)
+{
+	struct jk_vlt_value v;
+
+	if (jk_vlt_value_parse(holder, &v) == 0)
+		snprintf(out, len, "vNIC %s on host %s", v.vnic, v.host);
+	else
+		snprintf(out, len, "another writer (%.64s)", holder);
+}
+
+int jk_cplane_claim(struct jakirod *d, const struct jk_vnic_conf *v, char *err, size_t errlen)
+{
+	struct jk_cplane *cp = cp_of(d);
+	const struct jk_vpc_conf *vpc = jk_conf_vpc(d->conf, v->vpc);
+	struct claim want = { .state = CLAIM_PENDING }, old = { .state = CLAIM_FREE }, *slot;
+	char holder[JK_ETCD_VAL_MAX], who[128], sub[JK_ERR_MAX], ip[16];
+	int64_t lease;
+	int r = 0;
+
+	if (!cp || !vpc)
+		return 0;
+	jk_format_ipv4(v->ip, ip);
+	claim_value(d, v, vpc->vni, &want);
+	pthread_mutex_lock(&cp->write_lock);
+	pthread_mutex_lock(&cp->lock);
+	slot = claim_find(cp, want.vni, want.ip, true);
+	if (slot && slot->state != CLAIM_RELEASE && strcmp(slot->val, want.val) != 0) {
+		/* Another local vNIC has it (asked here: etcd may be away). */
+		holder_text(slot->val, who, sizeof(who));
+		pthread_mutex_unlock(&cp->lock);
+		pthread_mutex_unlock(&cp->write_lock);
+		snprintf(err, errlen, "ip: %s is already held in VPC %s (VNI %u) by %s", ip, v->vpc, vpc->vni, who);
+		return -EEXIST;
+	}
+	if (slot && slot->state == CLAIM_RELEASE)
+		old = *slot;                 /* a vNIC deleted while etcd was away: its key goes first */
+	lease = cp->connected ? cp->lease : 0;
+	pthread_mutex_unlock(&cp->lock);
+	if (lease && old.state == CLAIM_RELEASE)
+		r = claim_write(cp, &cp->ctl, &old, 0, holder, sub, sizeof(sub));
+	if (lease && r == 0) {
+		r = claim_write(cp, &cp->ctl, &want, lease, holder, sub, sizeof(sub));
+		if (r == -EEXIST) {
+			holder_text(holder, who, sizeof(who));
+			snprintf(err, errlen, "ip: %s is already held in VPC %s (VNI %u) by %s (etcd key %s)", ip,
+				 v->vpc, vpc->vni, who, want.key);
+			pthread_mutex_lock(&cp->lock);
+			cp->claims_refused++;
+			pthread_mutex_unlock(&cp->lock);
+			pthread_mutex_unlock(&cp->write_lock);
+			return -EEXIST;
+		}
+		if (r == 0)
+			want.state = CLAIM_PUBLISHED;
+	}
+	if (r)
+		set_error(cp, sub);          /* etcd away: published when it answers */
+	pthread_mutex_lock(&cp->lock);
+	if (!slot)
+		slot = claim_slot(cp);
+	if (slot && old.state == CLAIM_RELEASE && want.state == CLAIM_PENDING) {
+		/* The old key still to delete: the agent publishes the new
+		 * claim after it, from this slot and a free one. */
+		struct claim *fresh = claim_slot(cp);
+
+		if (fresh)
+			*fresh = want;
+		slot = fresh;
+	} else if (slot) {
+		*slot = want;
+	}
+	pthread_mutex_unlock(&cp->lock);
+	pthread_mutex_unlock(&cp->write_lock);
+	if (cp->multi)
+		curl_multi_wakeup(cp->multi);
+	if (!slot) {
+		snprintf(err, errlen, "etcd: no room for another claim (%d)", CP_CLAIMS);
+		return -ENOSPC;
+	}
+	return 0;
+}
+
+void jk_cplane_release(struct jakirod *d, const struct jk_vnic_conf *v)
+{
+	struct jk_cplane *cp = cp_of(d);
+	const struct jk_vpc_conf *vpc = jk_conf_vpc(d->conf, v->vpc);
+	char holder[JK_ETCD_VAL_MAX], sub[JK_ERR_MAX];
+	struct claim *c, copy;
+	bool connected;
+
+	if (!cp || !vpc)
+		return;
+	claim_value(d, v, vpc->vni, &copy);
+	pthread_mutex_lock(&cp->write_lock);
+	pthread_mutex_lock(&cp->lock);
+	c = claim_find(cp, vpc->vni, v->ip, false);
+	if (c && strcmp(c->val, copy.val) != 0)
+		c = NULL;                    /* another local vNIC's */
+	if (c && c->state == CLAIM_CONFLICT)
+		c->state = CLAIM_FREE;       /* never ours in etcd */
+	else if (c)
+		c->state = CLAIM_RELEASE;
+	copy = c ? *c : (struct claim){ 0 };
+	connected = cp->connected;
+	pthread_mutex_unlock(&cp->lock);
+	if (copy.state == CLAIM_RELEASE && connected &&
+	    claim_write(cp, &cp->ctl, &copy, 0, holder, sub, sizeof(sub)) == 0) {
+		pthread_mutex_lock(&cp->lock);
+		c->state = CLAIM_FREE;
+		pthread_mutex_unlock(&cp->lock);
+	}
+	pthread_mutex_unlock(&cp->write_lock);
+	if (cp->multi)
+		curl_multi_wakeup(cp->multi);
+}
+
+/* ---- policies (agent queues, control thread applies) --------------------- */
+
+static void policy_queue(struct jk_cplane *cp, uint32_t vni, uint32_t ip, const char *patch)
+{
+	uint64_t one = 1;
+	unsigned i;
+
+	pthread_mutex_lock(&cp->lock);
+	if (!claim_find(cp, vni, ip, false)) {     /* not one of ours */
+		pthread_mutex_unlock(&cp->lock);
+		return;
+	}
+	for (i = 0; i < cp->n_policies; i++)
+		if (cp->policies[i].vni == vni && cp->policies[i].ip == ip)
+			break;
+	if (i < JK_MAX_VNICS) {
+		cp->policies[i].vni = vni;
+		cp->policies[i].ip = ip;
+		snprintf(cp->policies[i].patch, sizeof(cp->policies[i].patch), "%s", patch);
+		if (i == cp->n_policies)
+			cp->n_policies++;
+	}
+	pthread_mutex_unlock(&cp->lock);
+	if (write(cp->event_fd, &one, sizeof(one)) < 0) {
+		/* the counter is at its maximum: the control thread is behind and will read */
+	}
+}
+
+static void policy_apply(struct jakirod *d, const struct policy_req *p)
+{
+	struct jk_cplane *cp = cp_of(d);
+	const struct jk_vpc_conf *vpc = vpc_of_vni(d->conf, p->vni);
+	char err[JK_ERR_MAX] = "", ip[16];
+	json_error_t jerr;
+	json_t *patch = json_loads(p->patch, JSON_REJECT_DUPLICATES, &jerr);
+	int r = -ENOENT;
+
+	jk_format_ipv4(p->ip, ip);
+	for (unsigned i = 0; vpc && i < JK_MAX_VNICS; i++) {
+		const struct jk_vnic_conf *v = &d->vnics[i].conf;
+
+		if (!jk_vnic_is_up(d, i) || v->ip != p->ip || strcmp(v->vpc, vpc->name) != 0)
+			continue;
+		if (!json_is_object(patch)) {
+			snprintf(err, sizeof(err), "not a JSON object");
+			r = -EINVAL;
+		} else {
+			char name[JK_NAME_MAX];
+
+			snprintf(name, sizeof(name), "%s", v->name);
+			r = jk_apply_vnic_set(d, name, patch, err, sizeof(err));
+		}
+		break;
+	}
+	json_decref(patch);
+	if (r == -ENOENT)
+		return;                 /* the vNIC went meanwhile */
+	pthread_mutex_lock(&cp->lock);
+	if (r)
+		cp->policies_refused++;
+	else
+		cp->policies_applied++;
+	pthread_mutex_unlock(&cp->lock);
+	if (r)
+		fprintf(stderr, "jakirod: etcd policy for %s in VNI %u refused: %s\n", ip, p->vni, err);
+	else
+		fprintf(stderr, "jakirod: etcd policy for %s in VNI %u applied: %s\n", ip, p->vni, p->patch);
+}
+
+int jk_cplane_event_fd(struct jakirod *d)
+{
+	return cp_of(d) ? cp_of(d)->event_fd : -1;
+}
+
+void jk_cplane_on_event(struct jakirod *d)
+{
+	struct jk_cplane *cp = cp_of(d);
+	struct policy_req *batch;
+	unsigned n;
+	uint64_t count;
+
+	if (read(cp->event_fd, &count, sizeof(count)) < 0)
+		return;
+	batch = malloc(sizeof(cp->policies));
+	if (!batch)
+		return;
+	pthread_mutex_lock(&cp->lock);
+	n = cp->n_policies;
+	memcpy(batch, cp->policies, n * sizeof(*batch));
+	cp->n_policies = 0;
+	pthread_mutex_unlock(&cp->lock);
+	for (unsigned i = 0; i < n; i++)
+		policy_apply(d, &batch[i]);
+	free(batch);
+}
+
+void jk_cplane_fetch_policy(struct jakirod *d, const struct jk_vnic_conf *v)
+{
+	struct jk_cplane *cp = cp_of(d);
+	const struct jk_vpc_conf *vpc = jk_conf_vpc(d->conf, v->vpc);
+	char key[JK_ETCD_KEY_MAX], val[JK_ETCD_VAL_MAX], sub[JK_ERR_MAX];
+	struct policy_req p;
+	bool found = false, connected;
+
+	if (!cp || !vpc)
+		return;
+	pthread_mutex_lock(&cp->lock);
+	connected = cp->connected;
+	pthread_mutex_unlock(&cp->lock);
+	jk_key_policy(cp->prefix, vpc->vni, v->ip, key);
+	if (!connected || jk_etcd_get(&cp->ctl, key, val, &found, sub, sizeof(sub)) || !found)
+		return;
+	p.vni = vpc->vni;
+	p.ip = v->ip;
+	snprintf(p.patch, sizeof(p.patch), "%s", val);
+	policy_apply(d, &p);
+}
+
+/* ---- remote entries (agent) ---------------------------------------------- */
+
+static void learned_put(struct jk_cplane *cp, uint32_t vni, uint32_t ip, const struct jk_vlt_value *v)
+{
+	struct jakirod *d = cp->d;
+	struct learned_key k = { vni, ip };
+	uint32_t h = learned_hash(&k);
+	struct learned *e = jk_table_find(&cp->learned, &k, h);
+	int r;
+
+	if (!e)
+		e = jk_table_insert(&cp->learned, &k, h);
+	if (!e) {
+		cp->vlt_refused++;
+		return;
+	}
+	memcpy(e->mac, v->mac, 6);
+	e->vtep = v->vtep;
+	e->epoch = cp->epoch;
+	pthread_mutex_lock(&d->dp_lock);
+	r = jk_dp_vlt_add(d->dp, vni, ip, v->mac, v->vtep);
+	pthread_mutex_unlock(&d->dp_lock);
+	if (r) {
+		/* A local vNIC holds it (claimed here during an outage), or
+		 * the table is full: not forwarded to that host. */
+		cp->vlt_refused++;
+		jk_table_remove(&cp->learned, e);
+	}
+}
+
+static void learned_forget(struct jk_cplane *cp, struct learned *e)
+{
+	struct jakirod *d = cp->d;
+
+	pthread_mutex_lock(&d->dp_lock);
+	jk_dp_vlt_del(d->dp, e->key.vni, e->key.ip);
+	pthread_mutex_unlock(&d->dp_lock);
+	jk_table_remove(&cp->learned, e);
+}
+
+static void learned_del(struct jk_cplane *cp, uint32_t vni, uint32_t ip)
+{
+	struct learned_key k = { vni, ip };
+	struct learned *e = jk_table_find(&cp->learned, &k, learned_hash(&k));
+
+	if (e)
+		learned_forget(cp, e);
+}
+
+struct sweep_arg {
+	struct jk_cplane *cp;
+	uint32_t vni, keep_epoch;
+	bool all;
+};
+
+static bool sweep_stale(const void *entry, void *arg)
+{
+	const struct learned *e = entry;
+	const struct sweep_arg *a = arg;
+
+	return e->key.vni == a->vni && (a->all || e->epoch != a->keep_epoch);
+}
+
+static void sweep_removed(const void *entry, void *arg)
+{
+	const struct learned *e = entry;
+	struct jakirod *d = ((struct sweep_arg *)arg)->cp->d;
+
+	pthread_mutex_lock(&d->dp_lock);
+	jk_dp_vlt_del(d->dp, e->key.vni, e->key.ip);
+	pthread_mutex_unlock(&d->dp_lock);
+}
+
+/* One key as etcd has it now (put), or gone (val NULL). */
+static void apply_key(struct jk_cplane *cp, uint32_t vni, const char *key, const char *val)
+{
+	struct jk_key k;
+	struct jk_vlt_value v;
+
+	jk_key_parse(cp->prefix, key, &k);
+	if (k.vni != vni)
+		return;
+	if (k.kind == JK_KEY_VLT) {
+		if (!val) {
+			learned_del(cp, vni, k.ip);
+		} else if (jk_vlt_value_parse(val, &v) != 0) {
+			cp->bad_events++;
+		} else if (strcmp(v.host, cp->d->conf->host) != 0) {
+			learned_put(cp, vni, k.ip, &v);
+		}
+	} else if (k.kind == JK_KEY_POLICY && val) {
+		policy_queue(cp, vni, k.ip, val);
+	}
+}
+
+/* Reads a VNI in full and makes the cache (and the datapath) equal to it.
+ * The revision to watch from, or -errno. */
+static int64_t reload_vni(struct jk_cplane *cp, uint32_t vni)
+{
+	char prefix[JK_ETCD_KEY_MAX], key[JK_ETCD_KEY_MAX], val[JK_ETCD_VAL_MAX], sub[JK_ERR_MAX];
+	struct sweep_arg arg = { cp, vni, 0, false };
+	int64_t rev;
+	size_t i;
+	json_t *kvs, *kv;
+	int r;
+
+	jk_key_vni(cp->prefix, vni, prefix);
+	r = jk_etcd_range_prefix(&cp->agent, prefix, &kvs, &rev, sub, sizeof(sub));
+	if (r) {
+		set_error(cp, sub);
+		return r;
+	}
+	arg.keep_epoch = ++cp->epoch;
+	json_array_foreach(kvs, i, kv) {
+		if (jk_etcd_kv(kv, key, val, NULL) == 0)
+			apply_key(cp, vni, key, val);
+		else
+			cp->bad_events++;
+	}
+	json_decref(kvs);
+	jk_table_sweep(&cp->learned, sweep_stale, sweep_removed, &arg);
+	cp->reloads++;
+	set_revision(&cp->d->cp_rev_applied, rev);
+	set_revision(&cp->d->cp_rev_seen, rev);
+	return rev;
+}
+
+static void on_watch_msg(struct jk_etcd_watch *w, const json_t *result, void *arg)
+{
+	struct watched_vni *wv = arg;
+	struct jk_cplane *cp = wv->cp;
+	int64_t rev = jk_etcd_int(json_object_get(json_object_get(result, "header"), "revision"));
+	char key[JK_ETCD_KEY_MAX], val[JK_ETCD_VAL_MAX];
+	const json_t *events = json_object_get(result, "events"), *ev;
+	size_t i;
+
+	(void)w;
+	if (json_is_true(json_object_get(result, "canceled"))) {
+		/* Compacted past where we asked to start: read in full. */
+		if (jk_etcd_int(json_object_get(result, "compact_revision")))
+			cp->compactions++;
+		wv->reload = true;
+		return;
+	}
+	json_array_foreach(events, i, ev) {
+		const json_t *kv = json_object_get(ev, "kv");
+		bool del = json_is_string(json_object_get(ev, "type")) &&
+			   strcmp(json_string_value(json_object_get(ev, "type")), "DELETE") == 0;
+
+		cp->events++;
+		if (jk_etcd_kv(kv, key, val, NULL) != 0) {
+			cp->bad_events++;
+			continue;
+		}
+		apply_key(cp, wv->vni, key, del ? NULL : val);
+	}
+	set_revision(&cp->d->cp_rev_seen, rev);
+	set_revision(&cp->d->cp_rev_applied, rev);
+}
+
+/* ---- the agent's connection ------------------------------------------------ */
+
+static bool is_connected(struct jk_cplane *cp)
+{
+	bool c;
+
+	pthread_mutex_lock(&cp->lock);
+	c = cp->connected;
+	pthread_mutex_unlock(&cp->lock);
+	return c;
+}
+
+static void watches_stop(struct jk_cplane *cp)
+{
+	for (unsigned i = 0; i < JK_MAX_VNICS; i++)
+		if (cp->vnis[i].watching) {
+			jk_etcd_watch_stop(&cp->vnis[i].watch, cp->multi);
+			cp->vnis[i].watching = false;
+		}
+}
+
+static void disconnect(struct jk_cplane *cp, const char *why)
+{
+	watches_stop(cp);
+	pthread_mutex_lock(&cp->lock);
+	if (cp->connected) {
+		cp->disconnects++;
+		fprintf(stderr, "jakirod: etcd %s lost: %s (forwarding goes on from the tables held)\n", cp->url, why);
+	}
+	cp->connected = false;
+	pthread_mutex_unlock(&cp->lock);
+	__atomic_store_n(&cp->d->cp_connected, false, __ATOMIC_RELAXED);
+}
+
+/* Each VPC of the host's configuration: created if etcd has none, refused
+ * (-EEXIST, err naming it) if etcd defines it otherwise. */
+static int publish_vpcs(struct jk_cplane *cp, struct jk_etcd *e, char *err, size_t errlen)
+{
+	const struct jk_conf *c = cp->d->conf;
+	char key[JK_ETCD_KEY_MAX], val[JK_ETCD_VAL_MAX], holder[JK_ETCD_VAL_MAX], net[16];
+
+	for (unsigned i = 0; i < c->n_vpcs; i++) {
+		const struct jk_vpc_conf *v = &c->vpcs[i];
+		int r;
+
+		jk_format_ipv4(v->subnet, net);
+		snprintf(val, sizeof(val), "{\"subnet\":\"%s/%u\",\"vni\":%u}", net, v->prefix_len, v->vni);
+		jk_key_vpc(cp->prefix, v->name, key);
+		r = jk_etcd_claim(e, key, val, 0, holder, err, errlen);
+		if (r == -EEXIST)
+			snprintf(err, errlen, "vpcs[%u]: VPC %s is %.60s in etcd, here %.60s", i, v->name, holder, val);
+		if (r)
+			return r;
+	}
+	return 0;
+}
+
+static int publish_host(struct jk_cplane *cp, struct jk_etcd *e, int64_t lease, char *err, size_t errlen)
+{
+	char key[JK_ETCD_KEY_MAX], val[JK_ETCD_VAL_MAX], vtep[16];
+
+	jk_format_ipv4(cp->d->conf->vtep, vtep);
+	snprintf(val, sizeof(val), "{\"vtep\":\"%s\"}", vtep);
+	jk_key_host(cp->prefix, cp->d->conf->host, key);
+	return jk_etcd_put(e, key, val, lease, err, errlen);
+}
+
+/* Keeps our lease if it is alive, else takes a new one (and everything
+ * claimed under the old one is published again); publishes the host. */
+static int connect_etcd(struct jk_cplane *cp, struct jk_etcd *e, char *err, size_t errlen)
+{
+	int64_t lease, ttl_left = 0;
+	bool fresh = false;
+	int r;
+
+	pthread_mutex_lock(&cp->lock);
+	lease = cp->lease;
+	pthread_mutex_unlock(&cp->lock);
+	if (lease && (r = jk_etcd_lease_keepalive(e, lease, &ttl_left, err, errlen)))
+		return r;
+	if (!lease || ttl_left == 0) {
+		if ((r = jk_etcd_lease_grant(e, cp->ttl_s, &lease, err, errlen)))
+			return r;
+		fresh = true;
+	}
+	if ((r = publish_vpcs(cp, e, err, errlen)) || (r = publish_host(cp, e, lease, err, errlen)))
+		return r;
+	pthread_mutex_lock(&cp->lock);
+	if (fresh && cp->lease)
+		cp->leases_lost++;
+	if (fresh)
+		for (unsigned i = 0; i < CP_CLAIMS; i++)
+			if (cp->claims[i].state == CLAIM_PUBLISHED)
+				cp->claims[i].state = CLAIM_PENDING;
+	cp->lease = lease;
+	cp->connected = true;
+	cp->connects++;
+	pthread_mutex_unlock(&cp->lock);
+	__atomic_store_n(&cp->d->cp_connected, true, __ATOMIC_RELAXED);
+	set_revision(&cp->d->cp_rev_seen, e->revision);
+	return 0;
+}
+
+/* Claims and releases made while etcd was away, releases first (a vNIC
+ * deleted and added again under another name frees its key before the
+ * new claim).  0, or the first I/O error. */
+static int publish_claims(struct jk_cplane *cp, char *err, size_t errlen)
+{
+	char holder[JK_ETCD_VAL_MAX], who[128];
+
+	for (unsigned n = 0; n < 2 * CP_CLAIMS; n++) {
+		enum claim_state pass = n < CP_CLAIMS ? CLAIM_RELEASE : CLAIM_PENDING;
+		struct claim *c = &cp->claims[n % CP_CLAIMS], copy;
+		int64_t lease;
+		int r;
+
+		pthread_mutex_lock(&cp->write_lock);   /* the control thread changes claims only under it */
+		pthread_mutex_lock(&cp->lock);
+		copy = *c;
+		lease = cp->lease;
+		pthread_mutex_unlock(&cp->lock);
+		if (copy.state != pass) {
+			pthread_mutex_unlock(&cp->write_lock);
+			continue;
+		}
+		r = claim_write(cp, &cp->agent, &copy, lease, holder, err, errlen);
+		pthread_mutex_lock(&cp->lock);
+		if (r == 0)
+			c->state = copy.state == CLAIM_RELEASE ? CLAIM_FREE : CLAIM_PUBLISHED;
+		if (r == -EEXIST) {
+			c->state = CLAIM_CONFLICT;
+			cp->conflicts++;
+		}
+		pthread_mutex_unlock(&cp->lock);
+		pthread_mutex_unlock(&cp->write_lock);
+		if (r == -EEXIST) {
+			holder_text(holder, who, sizeof(who));
+			fprintf(stderr, "jakirod: etcd: %s was taken by %s while etcd was away: the local vNIC stays "
+				"reachable from this host only\n", copy.key, who);
+		} else if (r) {
+			return r;
+		}
+	}
+	return 0;
+}
+
+/* Watches exactly the VNIs of the local vNICs: a VNI no longer served is
+ * dropped with its entries; a new one (or one to read again) is read in
+ * full and watched from the revision after. */
+static int sync_watches(struct jk_cplane *cp, char *err, size_t errlen)
+{
+	uint32_t want[CP_CLAIMS];
+	unsigned n = 0;
+
+	pthread_mutex_lock(&cp->lock);
+	for (unsigned i = 0; i < CP_CLAIMS; i++) {
+		const struct claim *c = &cp->claims[i];
+		unsigned k;
+
+		if (c->state == CLAIM_FREE || c->state == CLAIM_RELEASE)
+			continue;
+		for (k = 0; k < n && want[k] != c->vni; k++)
+			;
+		if (k == n)
+			want[n++] = c->vni;
+	}
+	pthread_mutex_unlock(&cp->lock);
+	for (unsigned i = 0; i < JK_MAX_VNICS; i++) {
+		struct watched_vni *wv = &cp->vnis[i];
+		struct sweep_arg all = { cp, wv->vni, 0, true };
+		unsigned k;
+
+		if (!wv->vni)
+			continue;
+		for (k = 0; k < n && want[k] != wv->vni; k++)
+			;
+		if (k < n)
+			continue;
+		if (wv->watching)
+			jk_etcd_watch_stop(&wv->watch, cp->multi);
+		jk_table_sweep(&cp->learned, sweep_stale, sweep_removed, &all);
+		memset(wv, 0, sizeof(*wv));
+	}
+	for (unsigned k = 0; k < n; k++) {
+		struct watched_vni *wv = NULL, *free_slot = NULL;
+		char prefix[JK_ETCD_KEY_MAX];
+		int64_t rev;
+		int r;
+
+		for (unsigned i = 0; i < JK_MAX_VNICS && !wv; i++) {
+			if (cp->vnis[i].vni == want[k])
+				wv = &cp->vnis[i];
+			else if (!cp->vnis[i].vni && !free_slot)
+				free_slot = &cp->vnis[i];
+		}
+		if (!wv) {
+			wv = free_slot;
+			if (!wv)
+				continue;       /* cannot happen: as many slots as vNICs */
+			wv->cp = cp;
+			wv->vni = want[k];
+		}
+		if (wv->watching && !wv->reload)
+			continue;
+		if (wv->watching)
+			jk_etcd_watch_stop(&wv->watch, cp->multi);
+		wv->watching = false;
+		rev = reload_vni(cp, wv->vni);
+		if (rev < 0) {
+			snprintf(err, errlen, "reading VNI %u: %.200s", wv->vni, cp->last_error);
+			return (int)rev;
+		}
+		jk_key_vni(cp->prefix, wv->vni, prefix);
+		r = jk_etcd_watch_start(&wv->watch, cp->multi, cp->url, prefix, rev + 1, on_watch_msg, wv, err, errlen);
+		if (r)
+			return r;
+		wv->watching = true;
+		wv->reload = false;
+	}
+	return 0;
+}
+
+/* A watch stream that ended (etcd went, or the stream broke): read again. */
+static void reap_watches(struct jk_cplane *cp)
+{
+	CURLMsg *m;
+	int left;
+
+	while ((m = curl_multi_info_read(cp->multi, &left))) {
+		struct jk_etcd_watch *w = NULL;
+
+		if (m->msg != CURLMSG_DONE)
+			continue;
+		curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&w);
+		for (unsigned i = 0; i < JK_MAX_VNICS; i++)
+			if (w && &cp->vnis[i].watch == w)
+				cp->vnis[i].reload = true;
+	}
+}
+
+static void *agent_main(void *arg)
+{
+	struct jk_cplane *cp = arg;
+	char err[JK_ERR_MAX];
+	uint64_t period_ns = (uint64_t)cp->ttl_s * 1000000000ull / 3;
+
+	while (!cp->stop) {
+		uint64_t now = jk_now_ns();
+		int running, timeout_ms;
+
+		if (!is_connected(cp)) {
+			if (connect_etcd(cp, &cp->agent, err, sizeof(err)) == 0) {
+				fprintf(stderr, "jakirod: etcd %s connected (lease %" PRId64 ", TTL %" PRId64 " s)\n",
+					cp->url, cp->lease, cp->ttl_s);
+				cp->retry_ms = CP_RETRY_MIN_MS;
+				cp->next_keepalive_ns = now + period_ns;
+				for (unsigned i = 0; i < JK_MAX_VNICS; i++)
+					cp->vnis[i].reload = true;
+			} else {
+				set_error(cp, err);
+				curl_multi_poll(cp->multi, NULL, 0, (int)cp->retry_ms, NULL);
+				cp->retry_ms = cp->retry_ms * 2 > CP_RETRY_MAX_MS ? CP_RETRY_MAX_MS : cp->retry_ms * 2;
+				continue;
+			}
+		}
+		if (publish_claims(cp, err, sizeof(err)) || sync_watches(cp, err, sizeof(err))) {
+			set_error(cp, err);
+			disconnect(cp, err);
+			continue;
+		}
+		if (now >= cp->next_keepalive_ns) {
+			int64_t ttl_left = 0, lease;
+
+			pthread_mutex_lock(&cp->lock);
+			lease = cp->lease;
+			pthread_mutex_unlock(&cp->lock);
+			if (jk_etcd_lease_keepalive(&cp->agent, lease, &ttl_left, err, sizeof(err))) {
+				set_error(cp, err);
+				disconnect(cp, err);
+				continue;
+			}
+			set_revision(&cp->d->cp_rev_seen, cp->agent.revision);
+			if (ttl_left == 0) {
+				/* Expired while we could not reach etcd: our keys are gone. */
+				disconnect(cp, "the lease expired");
+				continue;
+			}
+			cp->next_keepalive_ns = now + period_ns;
+		}
+		curl_multi_perform(cp->multi, &running);
+		reap_watches(cp);
+		timeout_ms = (int)((cp->next_keepalive_ns - now) / 1000000);
+		if (timeout_ms > 1000)
+			timeout_ms = 1000;
+		if (timeout_ms < 1)
+			timeout_ms = 1;
+		curl_multi_poll(cp->multi, NULL, 0, timeout_ms, NULL);
+		curl_multi_perform(cp->multi, &running);
+		reap_watches(cp);
+	}
+	return NULL;
+}
+
+/* ---- start and stop ---------------------------------------------------------- */
+
+int jk_cplane_open(struct jakirod *d, char *err, size_t errlen)
+{
+	const struct jk_etcd_conf *ec = &d->conf->etcd;
+	struct jk_cplane *cp;
+	char sub[JK_ERR_MAX];
+	int r;
+
+	if (!ec->endpoint[0])
+		return 0;
+	cp = calloc(1, sizeof(*cp));
+	if (!cp || curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+		free(cp);
+		snprintf(err, errlen, "etcd: cannot set up libcurl");
+		return -ENOMEM;
+	}
+	cp->d = d;
+	cp->ttl_s = ec->lease_ttl_s;
+	cp->retry_ms = CP_RETRY_MIN_MS;
+	cp->event_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	snprintf(cp->prefix, sizeof(cp->prefix), "%s", ec->prefix);
+	pthread_mutex_init(&cp->lock, NULL);
+	pthread_mutex_init(&cp->write_lock, NULL);
+	d->cplane = cp;
+	if (cp->event_fd < 0 || !(cp->multi = curl_multi_init()) ||
+	    jk_table_init(&cp->learned, CP_LEARNED_MAX, sizeof(struct learned), sizeof(struct learned_key)) ||
+	    jk_etcd_init(&cp->ctl, ec->endpoint, CP_TIMEOUT_MS, err, errlen) ||
+	    jk_etcd_init(&cp->agent, ec->endpoint, CP_TIMEOUT_MS, err, errlen)) {
+		jk_cplane_close(d);
+		snprintf(err, errlen, "etcd: cannot set up the client");
+		return -ENOMEM;
+	}
+	snprintf(cp->url, sizeof(cp->url), "%s", cp->ctl.url);
+	r = connect_etcd(cp, &cp->ctl, sub, sizeof(sub));
+	if (r == -EEXIST) {
+		snprintf(err, errlen, "%s", sub);
+		jk_cplane_close(d);
+		return r;
+	}
+	if (r) {
+		set_error(cp, sub);
+		fprintf(stderr, "jakirod: etcd %s unreachable (%s): starting from the configuration; local vNICs "
+			"are published when it answers\n", cp->url, sub);
+	} else {
+		fprintf(stderr, "jakirod: etcd %s connected (lease %" PRId64 ", TTL %" PRId64 " s)\n", cp->url,
+			cp->lease, cp->ttl_s);
+	}
+	return 0;
+}
+
+int jk_cplane_start(struct jakirod *d, char *err, size_t errlen)
+{
+	struct jk_cplane *cp = cp_of(d);
+	int r;
+
+	if (!cp)
+		return 0;
+	cp->next_keepalive_ns = jk_now_ns();
+	for (unsigned i = 0; i < JK_MAX_VNICS; i++)
+		cp->vnis[i].reload = true;
+	r = pthread_create(&cp->tid, NULL, agent_main, cp);
+	if (r) {
+		snprintf(err, errlen, "etcd: cannot start the agent thread: %s", strerror(r));
+		return -r;
+	}
+	cp->running = true;
+	return 0;
+}
+
+void jk_cplane_close(struct jakirod *d)
+{
+	struct jk_cplane *cp = cp_of(d);
+	char sub[JK_ERR_MAX];
+
+	if (!cp)
+		return;
+	if (cp->running) {
+		cp->stop = true;
+		curl_multi_wakeup(cp->multi);
+		pthread_join(cp->tid, NULL);
+	}
+	if (cp->multi)
+		watches_stop(cp);
+	/* Leaving: our keys go now rather than at the end of the TTL. */
+	if (cp->lease && cp->connected && cp->ctl.curl)
+		jk_etcd_lease_revoke(&cp->ctl, cp->lease, sub, sizeof(sub));
+	jk_etcd_fini(&cp->ctl);
+	jk_etcd_fini(&cp->agent);
+	if (cp->multi)
+		curl_multi_cleanup(cp->multi);
+	jk_table_fini(&cp->learned);
+	if (cp->event_fd >= 0)
+		close(cp->event_fd);
+	pthread_mutex_destroy(&cp->lock);
+	pthread_mutex_destroy(&cp->write_lock);
+	free(cp);
+	d->cplane = NULL;
+	curl_global_cleanup();
+}
+
+json_t *jk_cplane_stats_json(struct jakirod *d)
+{
+	struct jk_cplane *cp = cp_of(d);
+	unsigned published = 0, pending = 0, conflict = 0;
+	json_t *o;
+
+	if (!cp)
+		return json_null();
+	pthread_mutex_lock(&cp->lock);
+	for (unsigned i = 0; i < CP_CLAIMS; i++) {
+		published += cp->claims[i].state == CLAIM_PUBLISHED;
+		pending += cp->claims[i].state == CLAIM_PENDING || cp->claims[i].state == CLAIM_RELEASE;
+		conflict += cp->claims[i].state == CLAIM_CONFLICT;
+	}
+	o = json_pack("{s:s, s:s, s:b, s:I, s:I, s:I, s:i, s:i, s:i, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, "
+		      "s:I, s:I, s:I, s:I, s:I, s:s}",
+		      "endpoint", cp->url, "prefix", cp->prefix, "connected", cp->connected,
+		      "lease", (json_int_t)cp->lease, "revision_seen",
+		      (json_int_t)__atomic_load_n(&d->cp_rev_seen, __ATOMIC_RELAXED), "revision_applied",
+		      (json_int_t)__atomic_load_n(&d->cp_rev_applied, __ATOMIC_RELAXED), "claims_published",
+		      (int)published, "claims_pending", (int)pending, "claims_conflicting", (int)conflict, "learned",
+		      (json_int_t)cp->learned.count, "connects", (json_int_t)cp->connects, "disconnects",
+		      (json_int_t)cp->disconnects, "leases_lost", (json_int_t)cp->leases_lost, "reloads",
+		      (json_int_t)cp->reloads, "compactions", (json_int_t)cp->compactions, "events",
+		      (json_int_t)cp->events, "bad_events", (json_int_t)cp->bad_events, "vlt_refused",
+		      (json_int_t)cp->vlt_refused, "claims_refused", (json_int_t)cp->claims_refused,
+		      "policies_applied", (json_int_t)cp->policies_applied, "policies_refused",
+		      (json_int_t)cp->policies_refused, "errors", (json_int_t)cp->errors, "last_error", cp->last_error);
+	pthread_mutex_unlock(&cp->lock);
+	return o;
+}
