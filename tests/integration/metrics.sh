@@ -10,9 +10,10 @@
 #     rate(jakiro_vnic_bytes_total[5s]) is nonzero for a vNIC with traffic;
 #   - other paths get 404, other methods 405, a client that stalls is cut
 #     off by the timeout, and the daemon forwards throughout;
+#   - the control-plane gauges follow the host's link to etcd;
 #   - a daemon with 256 vNICs is scraped whole.
 source "$(dirname "$0")/../lib.sh"
-need iperf3 ping python3 curl promtool prometheus
+need iperf3 ping python3 curl promtool prometheus etcd
 
 PORT=9469                       # the lab's (lab/jakiro-lab METRICS_PORT)
 
@@ -23,7 +24,8 @@ cat > "$WORK/topo.json" <<'JSON'
              {"name": "h2", "underlay": "172.30.0.2/24"} ],
   "vpcs":  [ {"name": "blue", "vni": 1001, "subnet": "10.0.0.0/24"} ],
   "vnics": [ {"name": "b1", "vpc": "blue", "host": "h1", "ip": "10.0.0.1", "rate": "200mbit"},
-             {"name": "b2", "vpc": "blue", "host": "h2", "ip": "10.0.0.2"} ]
+             {"name": "b2", "vpc": "blue", "host": "h2", "ip": "10.0.0.2"} ],
+  "control": {"etcd": "172.30.0.250/jakiro", "lease_ttl_s": 3}
 }
 JSON
 lab_up "$WORK/topo.json" || { not_ok "lab up"; exit 1; }
@@ -47,9 +49,13 @@ check "promtool check metrics accepts h2's text" sh -c "promtool check metrics <
 check "jakiro_up 1" test "$(sample "$WORK/m1.before" jakiro_up)" = 1
 check "the VLT holds the two vNICs" test "$(sample "$WORK/m1.before" 'jakiro_table_entries{table="vlt"}')" -ge 2
 check "b1's qp_quota is shown (256)" test "$(sample "$WORK/m1.before" 'jakiro_rcft_qp_quota{vnic="b1",vpc="blue"}')" = 256
-check "no control plane: jakiro_control_connected 0, lag 0" \
-	sh -c "test '$(sample "$WORK/m1.before" jakiro_control_connected)' = 0 && test '$(sample "$WORK/m1.before" jakiro_control_revision_lag)' = 0"
-
+value_is() {   # HOST-NUMBER 'NAME{LABELS}' VALUE: a fresh scrape shows it
+	scrape "$1" "$WORK/m$1.now" && test "$(sample "$WORK/m$1.now" "$2")" = "$3"
+}
+check "h1 connected to etcd: jakiro_control_connected 1" wait_until 20 value_is 1 jakiro_control_connected 1
+check "h2 connected to etcd: jakiro_control_connected 1" wait_until 20 value_is 2 jakiro_control_connected 1
+check "h1 has applied all it heard of: jakiro_control_revision_lag 0" wait_until 20 value_is 1 jakiro_control_revision_lag 0
+check "b1 reaches b2 (learned through etcd)" wait_until 20 lab exec b1 -- ping -c 1 -W 1 10.0.0.2
 check "ping b1 -> b2" lab exec b1 -- ping -c 10 -i 0.05 -W 2 10.0.0.2
 scrape 1 "$WORK/m1.ping"; scrape 2 "$WORK/m2.ping"
 check "b1 egress ICMP packets counted (other: $(sample "$WORK/m1.ping" "$(b1 packets egress other)"))" \
@@ -148,6 +154,15 @@ check "the stalled client was cut off by the timeout ($(cat "$WORK/stall.out") s
 check "h1 still serves /metrics after the bad requests" scrape 1 "$WORK/m1.after"
 check "the daemons still forward after the bad requests" lab exec b1 -- ping -c 3 -i 0.2 -W 2 10.0.0.2
 
+# -- the control-plane gauges follow h2's link to etcd ------------------------------
+check "h2 cut off from etcd (blackhole route)" ip -n "$LAB_PREFIX-h2" route add blackhole 172.30.0.250/32
+at_exit "ip -n $LAB_PREFIX-h2 route del blackhole 172.30.0.250/32"
+check "h2 shows jakiro_control_connected 0" wait_until 20 value_is 2 jakiro_control_connected 0
+check "h1 still shows 1" value_is 1 jakiro_control_connected 1
+ip -n "$LAB_PREFIX-h2" route del blackhole 172.30.0.250/32
+check "h2 back: jakiro_control_connected 1" wait_until 20 value_is 2 jakiro_control_connected 1
+check "h2 caught up: jakiro_control_revision_lag 0" wait_until 20 value_is 2 jakiro_control_revision_lag 0
+
 # -- metrics_listen checked at the edge ----------------------------------------
 # A namespace of the test's own, made after `lab up` (which clears every
 # namespace named with the prefix).
@@ -212,6 +227,8 @@ check "a daemon with 256 vNICs is scraped, every vNIC in it" wait_until 120 big_
 check "... 256 x 6 samples (2 directions x 3 classes) of jakiro_vnic_bytes_total" \
 	test "$(grep -c '^jakiro_vnic_bytes_total{' "$WORK/big.txt")" = $((256 * 6))
 check "... and promtool accepts it" sh -c "promtool check metrics < $WORK/big.txt"
+check "... without etcd: jakiro_control_connected 0, jakiro_control_revision_lag 0" \
+	sh -c "test '$(sample "$WORK/big.txt" jakiro_control_connected)' = 0 && test '$(sample "$WORK/big.txt" jakiro_control_revision_lag)' = 0"
 kill "$big"; wait "$big"; rc=$?
 check "the 256-vNIC daemon stopped cleanly (exit $rc)" sh -c "test $rc -eq 0 && tail -1 $WORK/big.log | grep -q 'stopped$'"
 exit $FAILED
