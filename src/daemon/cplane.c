@@ -42,7 +42,9 @@ struct watched_vni {
 	struct jk_cplane *cp;
 	uint32_t vni;                   /* 0: free slot */
 	bool watching;
-	bool reload;                    /* read in full again (compaction, stream ended) */
+	bool ended;                     /* the stream ended (etcd went): resume from rev */
+	bool reload;                    /* read in full (first time, or compacted past rev) */
+	int64_t rev;                    /* every change of the VNI up to here is applied */
 	struct jk_etcd_watch watch;
 };
 
@@ -78,6 +80,7 @@ struct jk_cplane {
 	int64_t lease;                  /* 0: none */
 	bool connected;
 	struct claim claims[CP_CLAIMS];
+	bool publish_due;               /* some claim is pending or to release */
 	struct policy_req policies[JK_MAX_VNICS];
 	unsigned n_policies;
 	int event_fd;                   /* policies queued, for the control thread */
@@ -89,6 +92,7 @@ struct jk_cplane {
 	uint32_t epoch;
 	uint64_t next_keepalive_ns;
 	unsigned retry_ms;
+	int64_t store_rev;              /* the store's revision when we (re)connected */
 	/* Counters (`show stats`, metrics). */
 	uint64_t connects, disconnects, leases_lost, reloads, compactions, events, bad_events, vlt_refused,
 		claims_refused, conflicts, policies_applied, policies_refused, errors;
@@ -232,6 +236,8 @@ int jk_cplane_claim(struct jakirod *d, const struct jk_vnic_conf *v, char *err, 
 	pthread_mutex_lock(&cp->lock);
 	if (!slot)
 		slot = claim_slot(cp);
+	if (want.state == CLAIM_PENDING)
+		cp->publish_due = true;
 	if (slot && old.state == CLAIM_RELEASE && want.state == CLAIM_PENDING) {
 		/* The old key still to delete: the agent publishes the new
 		 * claim after it, from this slot and a free one. */
@@ -276,6 +282,8 @@ void jk_cplane_release(struct jakirod *d, const struct jk_vnic_conf *v)
 		c->state = CLAIM_RELEASE;
 	copy = c ? *c : (struct claim){ 0 };
 	connected = cp->connected;
+	if (copy.state == CLAIM_RELEASE)
+		cp->publish_due = true;
 	pthread_mutex_unlock(&cp->lock);
 	if (copy.state == CLAIM_RELEASE && connected &&
 	    claim_write(cp, &cp->ctl, &copy, 0, holder, sub, sizeof(sub)) == 0) {
@@ -548,6 +556,7 @@ static void on_watch_msg(struct jk_etcd_watch *w, const json_t *result, void *ar
 		if (jk_etcd_int(json_object_get(result, "compact_revision")))
 			cp->compactions++;
 		wv->reload = true;
+		wv->ended = true;
 		return;
 	}
 	json_array_foreach(events, i, ev) {
@@ -555,15 +564,20 @@ static void on_watch_msg(struct jk_etcd_watch *w, const json_t *result, void *ar
 		bool del = json_is_string(json_object_get(ev, "type")) &&
 			   strcmp(json_string_value(json_object_get(ev, "type")), "DELETE") == 0;
 
+		int64_t mod;
+
 		cp->events++;
-		if (jk_etcd_kv(kv, key, val, NULL) != 0) {
+		if (jk_etcd_kv(kv, key, val, &mod) != 0) {
 			cp->bad_events++;
 			continue;
 		}
 		apply_key(cp, wv->vni, key, del ? NULL : val);
+		if (mod > wv->rev)
+			wv->rev = mod;
 	}
 	set_revision(&cp->d->cp_rev_seen, rev);
-	set_revision(&cp->d->cp_rev_applied, rev);
+	if (json_array_size(events))
+		set_revision(&cp->d->cp_rev_applied, rev);
 }
 
 /* ---- the agent's connection ------------------------------------------------ */
@@ -660,12 +674,14 @@ static int connect_etcd(struct jk_cplane *cp, struct jk_etcd *e, char *err, size
 		for (unsigned i = 0; i < CP_CLAIMS; i++)
 			if (cp->claims[i].state == CLAIM_PUBLISHED)
 				cp->claims[i].state = CLAIM_PENDING;
+	cp->publish_due = true;
 	cp->lease = lease;
 	cp->connected = true;
 	cp->connects++;
 	pthread_mutex_unlock(&cp->lock);
 	__atomic_store_n(&cp->d->cp_connected, true, __ATOMIC_RELAXED);
 	set_revision(&cp->d->cp_rev_seen, e->revision);
+	cp->store_rev = e->revision;
 	return 0;
 }
 
@@ -675,6 +691,14 @@ static int connect_etcd(struct jk_cplane *cp, struct jk_etcd *e, char *err, size
 static int publish_claims(struct jk_cplane *cp, char *err, size_t errlen)
 {
 	char holder[JK_ETCD_VAL_MAX], who[128];
+	bool due;
+
+	pthread_mutex_lock(&cp->lock);
+	due = cp->publish_due;
+	cp->publish_due = false;          /* set again by whatever comes meanwhile */
+	pthread_mutex_unlock(&cp->lock);
+	if (!due)
+		return 0;
 
 	for (unsigned n = 0; n < 2 * CP_CLAIMS; n++) {
 		enum claim_state pass = n < CP_CLAIMS ? CLAIM_RELEASE : CLAIM_PENDING;
@@ -706,6 +730,9 @@ static int publish_claims(struct jk_cplane *cp, char *err, size_t errlen)
 			fprintf(stderr, "jakirod: etcd: %s was taken by %s while etcd was away: the local vNIC stays "
 				"reachable from this host only\n", copy.key, who);
 		} else if (r) {
+			pthread_mutex_lock(&cp->lock);
+			cp->publish_due = true;   /* the rest, when etcd answers */
+			pthread_mutex_unlock(&cp->lock);
 			return r;
 		}
 	}
@@ -768,27 +795,34 @@ static int sync_watches(struct jk_cplane *cp, char *err, size_t errlen)
 			wv->cp = cp;
 			wv->vni = want[k];
 		}
-		if (wv->watching && !wv->reload)
+		if (wv->watching && !wv->ended)
 			continue;
 		if (wv->watching)
 			jk_etcd_watch_stop(&wv->watch, cp->multi);
-		wv->watching = false;
-		rev = reload_vni(cp, wv->vni);
-		if (rev < 0) {
-			snprintf(err, errlen, "reading VNI %u: %.200s", wv->vni, cp->last_error);
-			return (int)rev;
+		wv->watching = wv->ended = false;
+		/* A VNI read before resumes from the revision after the last
+		 * change it applied (etcd replays what it missed, deletes too);
+		 * a new one, or one compacted past that, is read in full. */
+		if (wv->reload || wv->rev == 0 || wv->rev > cp->store_rev) {   /* > : a new etcd, its history gone */
+			rev = reload_vni(cp, wv->vni);
+			if (rev < 0) {
+				snprintf(err, errlen, "reading VNI %u: %.200s", wv->vni, cp->last_error);
+				return (int)rev;
+			}
+			wv->rev = rev;
+			wv->reload = false;
 		}
 		jk_key_vni(cp->prefix, wv->vni, prefix);
-		r = jk_etcd_watch_start(&wv->watch, cp->multi, cp->url, prefix, rev + 1, on_watch_msg, wv, err, errlen);
+		r = jk_etcd_watch_start(&wv->watch, cp->multi, cp->url, prefix, wv->rev + 1, on_watch_msg, wv, err,
+					errlen);
 		if (r)
 			return r;
 		wv->watching = true;
-		wv->reload = false;
 	}
 	return 0;
 }
 
-/* A watch stream that ended (etcd went, or the stream broke): read again. */
+/* A watch stream that ended (etcd went, or the stream broke): resumed. */
 static void reap_watches(struct jk_cplane *cp)
 {
 	CURLMsg *m;
@@ -802,7 +836,7 @@ static void reap_watches(struct jk_cplane *cp)
 		curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&w);
 		for (unsigned i = 0; i < JK_MAX_VNICS; i++)
 			if (w && &cp->vnis[i].watch == w)
-				cp->vnis[i].reload = true;
+				cp->vnis[i].ended = true;
 	}
 }
 
@@ -822,8 +856,6 @@ static void *agent_main(void *arg)
 					cp->url, cp->lease, cp->ttl_s);
 				cp->retry_ms = CP_RETRY_MIN_MS;
 				cp->next_keepalive_ns = now + period_ns;
-				for (unsigned i = 0; i < JK_MAX_VNICS; i++)
-					cp->vnis[i].reload = true;
 			} else {
 				set_error(cp, err);
 				curl_multi_poll(cp->multi, NULL, 0, (int)cp->retry_ms, NULL);
@@ -928,8 +960,6 @@ int jk_cplane_start(struct jakirod *d, char *err, size_t errlen)
 	if (!cp)
 		return 0;
 	cp->next_keepalive_ns = jk_now_ns();
-	for (unsigned i = 0; i < JK_MAX_VNICS; i++)
-		cp->vnis[i].reload = true;
 	r = pthread_create(&cp->tid, NULL, agent_main, cp);
 	if (r) {
 		snprintf(err, errlen, "etcd: cannot start the agent thread: %s", strerror(r));

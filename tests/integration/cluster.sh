@@ -10,9 +10,10 @@
 #     vNIC's host; a bad one is refused before it is written;
 #   - etcd stopped: forwarding goes on, a change made meanwhile is
 #     published when it is back;
-#   - a host cut off from etcd past its lease and past a compaction reads
-#     everything again when it returns: what was added meanwhile is
-#     learned, what was deleted is forgotten, and its own vNICs come back;
+#   - a host cut off from etcd resumes its watches from the revision it
+#     had; cut off past its lease and past a compaction, it reads the VNI
+#     in full when it returns: what was added meanwhile is learned, what
+#     was deleted is forgotten, and its own vNICs come back;
 #   - a host killed with SIGKILL leaves the others' VLT within its lease;
 #   - a host whose VPC etcd defines otherwise is refused at start.
 source "$(dirname "$0")/../lib.sh"
@@ -95,6 +96,7 @@ check "h1 counts it pending" wait_until 5 sh -c "$LAB ctl h1 -- --json show stat
 check "etcd started again" lab etcd start
 check "h2 learned blue5 once etcd was back" wait_until 15 has_vlt h2 blue 10.0.0.5
 check "blue2 reaches blue5" lab exec blue2 -- ping -c 2 -W 2 10.0.0.5
+check "h2 resumed its watch from its revision (no full read, no compaction)" sh -c "$LAB ctl h2 -- --json show stats | grep -q '\"reloads\": 1,' && $LAB ctl h2 -- --json show stats | grep -q '\"compactions\": 0'"
 
 # -- cut off past the lease and a compaction: a full read --------------------------
 check "h3 cut off from etcd (blackhole route)" ip -n "$P-h3" route add blackhole 172.30.0.250/32
@@ -110,6 +112,7 @@ check "h3 still has the deleted entry (cut off)" has_vlt h3 red 10.0.0.2
 ip -n "$P-h3" route del blackhole 172.30.0.250/32
 check "h3 reconnected" wait_until 10 sh -c "$LAB ctl h3 -- --json show stats | grep -q '\"connected\": true'"
 check "h3 learned red7, added while it was away" wait_until 5 has_vlt h3 red 10.0.0.7
+check "h3 found its watch compacted away and read red in full" sh -c "$LAB ctl h3 -- --json show stats | grep -q '\"compactions\": [1-9]'"
 check "h3 forgot red 10.0.0.2, deleted while it was away" wait_until 5 sh -c "! $LAB ctl h3 -- show vlt | grep -qE '^red +[0-9]+ +10.0.0.2 '"
 check "h3 took a new lease and published red3 again: h1 has it" wait_until 8 has_vlt h1 red 10.0.0.3
 check "red1 reaches red3 again" lab exec red1 -- ping -c 2 -W 2 10.0.0.3
