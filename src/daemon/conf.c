@@ -37,6 +37,26 @@ int jk_parse_ipv4(const char *s, uint32_t *ip)
 	return 0;
 }
 
+int jk_parse_ipv4_port(const char *s, uint32_t *ip, uint16_t *port)
+{
+	char buf[32], *colon, *end;
+	unsigned long p;
+
+	if (!s || strlen(s) >= sizeof(buf))
+		return -EINVAL;
+	strcpy(buf, s);
+	colon = strrchr(buf, ':');
+	if (!colon || !isdigit((unsigned char)colon[1]))
+		return -EINVAL;
+	*colon = '\0';
+	errno = 0;
+	p = strtoul(colon + 1, &end, 10);
+	if (errno || *end || p < 1 || p > 65535 || jk_parse_ipv4(buf, ip))
+		return -EINVAL;
+	*port = (uint16_t)p;
+	return 0;
+}
+
 int jk_parse_prefix(const char *s, uint32_t *net, uint8_t *len)
 {
 	char buf[32], *slash, *end;
@@ -576,8 +596,9 @@ int jk_conf_parse(json_t *root, struct jk_conf *c, char *err, size_t errlen)
 {
 	static const char *const known[] = {
 		"host", "vtep", "underlay_mtu", "ctl_socket", "state_file", "nft_idle_ms", "rcft_idle_ms",
-		"threads", "poll_us", "nice", "etcd", "vpcs", "vnics", "vlt", NULL,
+		"threads", "poll_us", "nice", "etcd", "metrics_listen", "vpcs", "vnics", "vlt", NULL,
 	};
+	char listen[64] = "";
 	uint64_t mtu = 1500, nft_idle = 30000, rcft_idle = 60000, threads = 0, poll_us = 0;
 	int64_t nice = JK_NICE_DEFAULT;
 	int r;
@@ -598,8 +619,12 @@ int jk_conf_parse(json_t *root, struct jk_conf *c, char *err, size_t errlen)
 			    errlen)) ||
 	    (r = get_string(root, "state_file", false, "(top level)", c->state_file, sizeof(c->state_file), err,
 			    errlen)) ||
+	    (r = get_string(root, "metrics_listen", false, "(top level)", listen, sizeof(listen), err, errlen)) ||
 	    (r = get_etcd(root, &c->etcd, err, errlen)))
 		return r;
+	if (listen[0] && jk_parse_ipv4_port(listen, &c->metrics_ip, &c->metrics_port))
+		return fail(err, errlen, "metrics_listen: not an IPv4 ADDR:PORT (port 1-65535): \"%s\"", listen);
+	c->metrics = listen[0] != '\0';
 	c->underlay_mtu = (uint16_t)mtu;
 	c->nft_idle_ms = nft_idle;
 	c->rcft_idle_ms = rcft_idle;

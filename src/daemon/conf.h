@@ -91,6 +91,9 @@ struct jk_conf {
 	unsigned threads;                  /* datapath threads; 0 = one per core */
 	unsigned poll_us;                  /* busy-poll this long after the last event; 0 = sleep at once */
 	int nice;                          /* the daemon's scheduling priority (and its autogroup's) */
+	bool metrics;                      /* metrics_listen set: serve /metrics (docs/metrics.md) */
+	uint32_t metrics_ip;               /* ... on this IPv4 address (host order) */
+	uint16_t metrics_port;             /* ... and TCP port */
 	struct jk_etcd_conf etcd;
 	struct jk_vpc_conf vpcs[JK_MAX_VPCS];
 	unsigned n_vpcs;
@@ -131,6 +134,7 @@ int jk_parse_prefix(const char *s, uint32_t *net, uint8_t *len);
 int jk_parse_mac(const char *s, uint8_t mac[6]);
 int jk_parse_rate(const char *s, uint64_t *bps);     /* "1gbit", "500mbit", "100kbit", "123" (bit/s) */
 int jk_parse_size(const char *s, uint64_t *bytes);   /* "64k", "1m", "1500" */
+int jk_parse_ipv4_port(const char *s, uint32_t *ip, uint16_t *port);   /* "10.0.0.1:9469", port 1-65535 */
 void jk_format_ipv4(uint32_t ip, char buf[16]);
 void jk_format_mac(const uint8_t mac[6], char buf[18]);
 void jk_format_rate(uint64_t bps, char *buf, size_t len);

@@ -8,6 +8,7 @@
  * control socket) and exit 0.
  */
 #include "daemon/jakirod.h"
+#include "daemon/metrics.h"
 #include "core/hash.h"
 #include "daemon/cplane.h"
 
@@ -194,6 +195,7 @@ int main(int argc, char **argv)
 	struct jk_dp_params params;
 	uint64_t hash_key[2];
 	struct jakirod d;
+	struct jk_metrics *metrics = NULL;
 	sigset_t sigs;
 	int sig_fd = -1, opt, r, status = 1;
 	bool dp_up = false;
@@ -268,8 +270,11 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	d.n_threads = d.conf->threads ? d.conf->threads : threads_by_cores();
+	/* The metrics socket before anything is created: a port taken is
+	 * refused with no TAP made. */
 	if (jk_underlay_open(&d.underlay, d.conf->vtep, d.n_threads, err, sizeof(err)) ||
-	    jk_cplane_open(&d, err, sizeof(err)) || jk_apply_initial(&d, err, sizeof(err)) ||
+	    jk_metrics_start(&d, &metrics, err, sizeof(err)) || jk_cplane_open(&d, err, sizeof(err)) ||
+	    jk_apply_initial(&d, err, sizeof(err)) ||
 	    jk_ctl_open(&d, err, sizeof(err)) || watch(&d, d.ctl_fd, EV(EV_CTL, 0)) ||
 	    watch(&d, d.timer_fd, EV(EV_TIMER, 0)) || watch(&d, sig_fd, EV(EV_SIGNAL, 0)) ||
 	    (d.cplane && watch(&d, jk_cplane_event_fd(&d), EV(EV_CPLANE, 0))) ||
@@ -281,11 +286,15 @@ int main(int argc, char **argv)
 	fprintf(stderr, "jakirod: %s up: VTEP %s:%d, %u vNICs, %u datapath threads (busy-polling %u us), control %s\n",
 		d.conf->host, inet_ntoa((struct in_addr){ htonl(d.conf->vtep) }), JK_UDP_PORT_VXLAN, d.conf->n_vnics,
 		d.n_threads, d.conf->poll_us, d.conf->ctl_socket);
+	if (metrics)
+		fprintf(stderr, "jakirod: %s metrics on http://%s:%u/metrics\n", d.conf->host,
+			inet_ntoa((struct in_addr){ htonl(d.conf->metrics_ip) }), d.conf->metrics_port);
 	r = run(&d);
 	jk_workers_stop(&d);
 	status = r ? 1 : 0;
 out_net:
 	jk_cplane_close(&d);          /* first: the cluster forgets this host's vNICs now */
+	jk_metrics_stop(metrics);     /* its thread reads the core: stopped before the vNICs go */
 	jk_vnics_close_all(&d);
 	jk_ctl_close(&d);
 	jk_underlay_close(&d.underlay);

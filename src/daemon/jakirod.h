@@ -12,6 +12,9 @@
  *     reads the core under dp_lock and changes vNICs only with the datapath
  *     threads paused (jk_workers_pause), so no thread is inside a port that
  *     is being closed.
+ *   - With metrics_listen, the metrics server's thread (metrics.c,
+ *     libmicrohttpd): per scrape it copies the core's numbers under
+ *     dp_lock and formats them after releasing it.
  * The clock is read in one place, jk_now_ns(), and passed to the core.
  */
 #ifndef JK_JAKIROD_H

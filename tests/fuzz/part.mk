@@ -25,6 +25,11 @@ $(FUZZ_DIR)/fuzz-ctl: tests/fuzz/fuzz-ctl.c $(FUZZ_CTL_SRCS) $(CORE_SRCS) $(wild
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) tests/fuzz/fuzz-ctl.c $(FUZZ_CTL_SRCS) $(CORE_SRCS) -ljansson -lpthread -o $@
 
+# jakirod's /metrics text builder (pure: no libmicrohttpd).
+$(FUZZ_DIR)/fuzz-metrics: tests/fuzz/fuzz-metrics.c src/daemon/metrics_text.c $(CORE_SRCS) $(wildcard src/daemon/*.h src/core/*.h)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) tests/fuzz/fuzz-metrics.c src/daemon/metrics_text.c $(CORE_SRCS) -o $@
+
 $(FUZZ_DIR)/mkseeds: tests/fuzz/mkseeds.c tests/unit/frames.c tests/unit/frames.h
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -D_GNU_SOURCE -g -O1 -Wall -Wextra -Werror -Itests/unit tests/fuzz/mkseeds.c tests/unit/frames.c -o $@

@@ -15,6 +15,9 @@ $(BUILD)/tests/unit/test-%: $(BUILD)/obj/tests/unit/test-%.o $(UNIT_HELPERS) $(C
 # test-units also needs the units parser (src/util).
 $(BUILD)/tests/unit/test-units: $(BUILD)/obj/src/util/units.o
 
+# test-metrics: the exposition text builder of jakirod's /metrics (pure, no libmicrohttpd).
+$(BUILD)/tests/unit/test-metrics: $(BUILD)/obj/src/daemon/metrics_text.o
+
 # test-cplane: the etcd client's framing, keys and values, and the "etcd"
 # section of conf.c (with the units parser it uses).
 $(BUILD)/tests/unit/test-cplane: $(BUILD)/obj/tests/unit/test-cplane.o $(BUILD)/obj/src/daemon/conf.o $(BUILD)/obj/src/util/units.o $(CPLANE_LIB)
