@@ -21,9 +21,12 @@
 #   - the outer DSCP is the vNIC's policy per class (RDMA 26, other 0 by
 #     default; `vnic set dscp_rdma`), whatever DSCP the tenant writes;
 #   - the control socket is mode 0600, and a user who is neither root nor
-#     the daemon's is turned away even if the mode lets it connect.
+#     the daemon's is turned away even if the mode lets it connect;
+#   - the soft RNIC's bounds against a peer on the wire: hand-built WRITEs
+#     across its MR's end, wrapping 64 bits, past max_msg_sz, or longer
+#     than their RETH length are refused with a NAK and counted.
 source "$(dirname "$0")/../lib.sh"
-need python3
+need python3 /usr/bin/python3
 
 cat > "$WORK/topo.json" <<'JSON'
 {
@@ -224,4 +227,38 @@ check_fails "user nobody is turned away (peer credentials) even at mode 0666" \
 	as_nobody "$JAKIRO_BIN/jakiroctl" -s "$sock" show vnics
 check "... and counted (control.denied)" test "$(stat_of h1 "s['control']['denied']")" -gt "$denied0"
 chmod 600 "$sock"
+
+# 7. Soft-RNIC bounds, from a peer on the wire (red: a1 has filled its
+# qp_quota above): r2 serves jk_write_bw (a 4 KiB region announced), r1
+# goes through perftest's exchange as a client
+# would, learns the rkey and address, and sends one hand-built WRITE the
+# server must refuse (rnic_attack.py, scapy): across the region's end, an
+# address sum that wraps in 64 bits, a length past max_msg_sz, a payload
+# longer than its RETH length.  A valid WRITE first shows the packets are
+# right (acknowledged).  Each refusal is a NAK the attacker sees and a
+# counter at the server, which goes on to finish the exchange and exit 0
+# (its sanitizer log checked by tests/run).
+attack() {   # CASE -> "answer ..." line; the server's output in $WORK/rnic-CASE.out
+	lab_bg exec r2 -- "$JAKIRO_BIN/jk_write_bw" -d eth0 --stats -s 4096 > "$WORK/rnic-$1.out" 2>&1
+	local srv=$!
+	lab exec r1 -- /usr/bin/python3 "$(dirname "$0")/rnic_attack.py" 10.0.0.2 10.0.0.1 "$1" > "$WORK/att-$1.out" 2>&1
+	wait "$srv"
+	echo "server exit $?" >> "$WORK/rnic-$1.out"
+}
+rnic_counter() { awk -v k="$2" '$1 == k { print $2 }' "$WORK/rnic-$1.out"; }   # CASE COUNTER
+attack valid
+check "a valid hand-built WRITE is acknowledged (the packets are right)" grep -q "answer ack" "$WORK/att-valid.out"
+for c in past-end wrap; do
+	attack $c
+	check "RNIC: WRITE $c refused with NAK remote access error" grep -q "answer nak 0x62" "$WORK/att-$c.out"
+	check "RNIC: ... counted at the server (naks_err_tx)" test "$(rnic_counter $c naks_err_tx)" = 1
+	check "RNIC: ... which finishes the exchange and exits 0" grep -q "server exit 0" "$WORK/rnic-$c.out"
+done
+for c in too-long overrun; do
+	attack $c
+	check "RNIC: WRITE $c (a length past max_msg_sz / past its RETH length) refused with NAK invalid request" \
+		grep -q "answer nak 0x61" "$WORK/att-$c.out"
+	check "RNIC: ... counted (drop_bad_len)" test "$(rnic_counter $c drop_bad_len)" = 1
+	check "RNIC: ... and the server exits 0" grep -q "server exit 0" "$WORK/rnic-$c.out"
+done
 exit $FAILED

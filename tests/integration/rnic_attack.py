@@ -10,11 +10,13 @@ refuse:
   past-end   16 bytes at the end of the announced 4 KiB region - 8 (crosses the MR's end)
   far        16 bytes 1 MiB past the region
   wrap       16 bytes at 2^64 - 8 (an address sum that wraps in 64 bits)
-  too-long   WRITE_FIRST announcing 2 GiB (more than max_msg_sz), 1 KiB payload
+  too-long   WRITE_FIRST announcing 2 GiB + 4 KiB (more than max_msg_sz), 1 KiB payload
   overrun    WRITE_ONLY announcing 16 bytes carrying 64
+  valid      16 bytes at the start of the region (the control: acknowledged)
 
-Prints the server's answer it sniffed ("nak SYNDROME" or "none"), then
-closes the exchange so the server prints its counters and exits.
+Prints the server's answer it sniffed ("answer nak SYNDROME" or "answer
+none"), then ends the exchange as a client whose run is over, so the
+server prints its report and counters and exits.
   rnic_attack.py SERVER_IP MY_IP CASE
 """
 import socket
@@ -61,7 +63,11 @@ xchg(s, b"6.06".ljust(16, b"\0"), 16)
 xchg(s, struct.pack("!I", 4096), 4)
 xchg(s, struct.pack("!I", 64), 4)
 xchg(s, b"3\0", 2)                          # MTU 1024
+# perftest's write_bw: the destinations, the "print" hand shake, the one
+# after RTR (jk_perf_conn.c main_rdma_bw, client side).
 theirs = xchg(s, dest_msg(), 108).split(b"\0")[0].decode().split(":")
+xchg(s, dest_msg(), 108)
+xchg(s, dest_msg(), 108)
 qpn, rkey, vaddr = int(theirs[2], 16), int(theirs[4], 16), int(theirs[5], 16)
 print("server qpn %#x rkey %#x vaddr %#x" % (qpn, rkey, vaddr), flush=True)
 
@@ -72,9 +78,11 @@ if case == "far":
 elif case == "wrap":
     va = (1 << 64) - 8
 elif case == "too-long":
-    op, va, dlen, payload = WRITE_FIRST, vaddr, 1 << 31, bytes(1024)
+    op, va, dlen, payload = WRITE_FIRST, vaddr, (1 << 31) + 4096, bytes(1024)
 elif case == "overrun":
     va, payload = vaddr, bytes(64)
+elif case == "valid":
+    va = vaddr
 elif case != "past-end":
     raise SystemExit("unknown case " + case)
 reth = struct.pack("!QII", va, rkey, dlen)
@@ -91,7 +99,12 @@ for p in got:
     raw = bytes(p[UDP].payload)
     if len(raw) >= 16 and raw[0] == 0x11:      # ACKNOWLEDGE: AETH after the 12-byte BTH
         naks.append(raw[12])
-print("answer", " ".join("nak %#x" % n for n in naks if n & 0x60 == 0x60) or "none", flush=True)
-xchg(s, dest_msg(), 108)                   # the closing exchange
+print("answer", " ".join("ack" if n & 0x60 == 0 else "nak %#x" % n for n in naks) or "none", flush=True)
+# The end of a run: the hand shake that waits it out, the five 8-byte
+# report fields, the closing hand shake and "done".
+xchg(s, dest_msg(), 108)
+for _ in range(5):
+    xchg(s, bytes(8), 8)
+xchg(s, dest_msg(), 108)
 s.sendall(b"done\0")
 s.close()
