@@ -128,6 +128,10 @@ int cni_prev_result_iface(json_t *prev, const char *ifname, const char *sandbox,
 			  struct cni_err *e);
 
 /* ipam.c */
+/* Reads fd to its end (at most `max` bytes): a NUL-terminated buffer the
+ * caller frees, or NULL (read error, too long, no memory).  Also what
+ * main.c reads stdin with. */
+char *cni_read_all(int fd, size_t max, size_t *len);
 /* The executable `type` in CNI_PATH (colon-separated folders). */
 int cni_ipam_find(const char *cni_path, const char *type, char *out, size_t outlen, struct cni_err *e);
 /* Runs the IPAM plugin with `command` (ADD, CHECK, DEL), the caller's

@@ -55,8 +55,7 @@ static int stdin_file(const char *text, size_t len)
 	return fd;
 }
 
-/* Reads the child's stdout to its end; NULL-terminated, or NULL. */
-static char *read_all(int fd, size_t *len)
+char *cni_read_all(int fd, size_t max, size_t *len)
 {
 	size_t cap = 4096;
 	char *buf = malloc(cap);
@@ -66,7 +65,7 @@ static char *read_all(int fd, size_t *len)
 		ssize_t n;
 
 		if (*len + 1 >= cap) {
-			char *bigger = cap < CNI_MAX_RESULT ? realloc(buf, cap * 2) : NULL;
+			char *bigger = cap < max ? realloc(buf, cap * 2) : NULL;
 
 			if (!bigger) {
 				free(buf);
@@ -142,7 +141,7 @@ int cni_ipam_exec(const char *plugin, const char *command, const char *stdin_tex
 		child(plugin, command, in, pipefd[1]);
 	close(pipefd[1]);
 	pipefd[1] = -1;
-	out = read_all(pipefd[0], &out_len);
+	out = cni_read_all(pipefd[0], CNI_MAX_RESULT, &out_len);
 	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
 		;
 	if (!out) {

@@ -12,41 +12,6 @@
 
 #define STDIN_MAX (1 << 20)
 
-static char *read_stdin(size_t *len)
-{
-	size_t cap = 4096;
-	char *buf = malloc(cap);
-
-	*len = 0;
-	while (buf) {
-		ssize_t n;
-
-		if (*len + 1 >= cap) {
-			char *bigger = cap < STDIN_MAX ? realloc(buf, cap * 2) : NULL;
-
-			if (!bigger) {
-				free(buf);
-				return NULL;
-			}
-			buf = bigger;
-			cap *= 2;
-		}
-		n = read(STDIN_FILENO, buf + *len, cap - *len - 1);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			free(buf);
-			return NULL;
-		}
-		if (n == 0)
-			break;
-		*len += (size_t)n;
-	}
-	if (buf)
-		buf[*len] = '\0';
-	return buf;
-}
-
 static int print_json(json_t *o)
 {
 	int r = json_dumpf(o, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
@@ -60,7 +25,7 @@ static int run(const struct cni_env *env, struct cni_conf *c, struct cni_err *e)
 {
 	json_t *result = NULL;
 	size_t len;
-	char *text = read_stdin(&len);
+	char *text = cni_read_all(STDIN_FILENO, STDIN_MAX, &len);
 	int r;
 
 	if (!text)

@@ -58,3 +58,10 @@ int jk_ctl_pairs_to_object(int argc, char **argv, json_t *o)
 	return 0;
 }
 
+
+const char *jk_ctl_str(json_t *o, const char *k)
+{
+	const char *v = json_string_value(json_object_get(o, k));
+
+	return v ? v : "-";
+}

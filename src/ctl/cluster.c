@@ -187,13 +187,6 @@ static json_t *cluster_view(struct jk_etcd *e, const char *prefix, char *err, si
 	return view;
 }
 
-static const char *str(json_t *o, const char *k)
-{
-	const char *s = json_string_value(json_object_get(o, k));
-
-	return s ? s : "-";
-}
-
 static void print_view(json_t *view, const char *what)
 {
 	const char *name;
@@ -203,13 +196,13 @@ static void print_view(json_t *view, const char *what)
 	if (!what || strcmp(what, "hosts") == 0) {
 		printf("%-12s %s\n", "HOST", "VTEP");
 		json_object_foreach(json_object_get(view, "hosts"), name, v)
-			printf("%-12s %s\n", name, str(v, "vtep"));
+			printf("%-12s %s\n", name, jk_ctl_str(v, "vtep"));
 	}
 	if (!what || strcmp(what, "vpcs") == 0) {
 		printf("%s%-12s %-8s %s\n", what ? "" : "\n", "VPC", "VNI", "SUBNET");
 		json_object_foreach(json_object_get(view, "vpcs"), name, v)
 			printf("%-12s %-8lld %s\n", name, (long long)json_integer_value(json_object_get(v, "vni")),
-			       str(v, "subnet"));
+			       jk_ctl_str(v, "subnet"));
 	}
 	if (!what || strcmp(what, "vlt") == 0) {
 		printf("%s%-8s %-15s %-17s %-12s %-12s %s\n", what ? "" : "\n", "VNI", "IP", "MAC", "HOST", "VNIC",
@@ -218,8 +211,8 @@ static void print_view(json_t *view, const char *what)
 			json_t *at = json_object_get(row, "at");
 
 			printf("%-8lld %-15s %-17s %-12s %-12s %s\n",
-			       (long long)json_integer_value(json_object_get(row, "vni")), str(row, "ip"), str(at, "mac"),
-			       str(at, "host"), str(at, "vnic"), str(at, "vtep"));
+			       (long long)json_integer_value(json_object_get(row, "vni")), jk_ctl_str(row, "ip"), jk_ctl_str(at, "mac"),
+			       jk_ctl_str(at, "host"), jk_ctl_str(at, "vnic"), jk_ctl_str(at, "vtep"));
 		}
 	}
 	if (!what || strcmp(what, "policy") == 0) {
@@ -228,7 +221,7 @@ static void print_view(json_t *view, const char *what)
 			char *p = json_dumps(json_object_get(row, "policy"), JSON_COMPACT | JSON_SORT_KEYS);
 
 			printf("%-8lld %-15s %s\n", (long long)json_integer_value(json_object_get(row, "vni")),
-			       str(row, "ip"), p ? p : "?");
+			       jk_ctl_str(row, "ip"), p ? p : "?");
 			free(p);
 		}
 	}

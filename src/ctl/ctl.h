@@ -11,6 +11,8 @@ int jk_ctl_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)
 /* KEY VALUE pairs into `o`: the integer settings typed, the rest strings.
  * 0, or 2 after a usage error. */
 int jk_ctl_pairs_to_object(int argc, char **argv, json_t *o);
+/* o[k] as a string for printing: "-" when absent or not a string. */
+const char *jk_ctl_str(json_t *o, const char *k);
 
 /* jakiroctl --etcd URL[/PREFIX] cluster ...: the cluster's view and
  * cluster-wide policy.  The exit status. */

@@ -197,13 +197,6 @@ out:
 
 /* ---- text output ---------------------------------------------------------- */
 
-static const char *s_(json_t *o, const char *k)
-{
-	const char *v = json_string_value(json_object_get(o, k));
-
-	return v ? v : "-";
-}
-
 static long long i_(json_t *o, const char *k)
 {
 	return json_integer_value(json_object_get(o, k));
@@ -234,8 +227,8 @@ static void print_vnics(json_t *a)
 		snprintf(qp, sizeof(qp), "%lld/%lld", i_(o, "rc_live"), i_(o, "qp_quota"));
 		fmt_rate(i_(o, "rate"), rate, sizeof(rate));
 		snprintf(w, sizeof(w), "%lld:%lld", i_(o, "rdma_weight"), i_(o, "tcp_weight"));
-		printf("%-12s %-8s %-8lld %-15s %-17s %-8s %-15s %5lld %9s %9s %5s\n", s_(o, "name"), s_(o, "vpc"),
-		       i_(o, "vni"), s_(o, "ip"), s_(o, "mac"), s_(o, "backend"), s_(o, "ifname"), i_(o, "mtu"), qp,
+		printf("%-12s %-8s %-8lld %-15s %-17s %-8s %-15s %5lld %9s %9s %5s\n", jk_ctl_str(o, "name"), jk_ctl_str(o, "vpc"),
+		       i_(o, "vni"), jk_ctl_str(o, "ip"), jk_ctl_str(o, "mac"), jk_ctl_str(o, "backend"), jk_ctl_str(o, "ifname"), i_(o, "mtu"), qp,
 		       rate, w);
 	}
 }
@@ -249,11 +242,11 @@ static void print_vlt(json_t *a)
 	json_array_foreach(a, i, o) {
 		char loc[64];
 
-		if (strcmp(s_(o, "kind"), "local") == 0)
-			snprintf(loc, sizeof(loc), "local vnic %s", s_(o, "vnic"));
+		if (strcmp(jk_ctl_str(o, "kind"), "local") == 0)
+			snprintf(loc, sizeof(loc), "local vnic %s", jk_ctl_str(o, "vnic"));
 		else
-			snprintf(loc, sizeof(loc), "vtep %s", s_(o, "vtep"));
-		printf("%-8s %-8lld %-15s %-17s %s\n", s_(o, "vpc"), i_(o, "vni"), s_(o, "ip"), s_(o, "mac"), loc);
+			snprintf(loc, sizeof(loc), "vtep %s", jk_ctl_str(o, "vtep"));
+		printf("%-8s %-8lld %-15s %-17s %s\n", jk_ctl_str(o, "vpc"), i_(o, "vni"), jk_ctl_str(o, "ip"), jk_ctl_str(o, "mac"), loc);
 	}
 }
 
@@ -272,14 +265,14 @@ static void print_nft(json_t *a)
 	json_array_foreach(a, i, o) {
 		char src[32], dst[32], out[48];
 
-		snprintf(src, sizeof(src), "%s:%lld", s_(o, "src"), i_(o, "sport"));
-		snprintf(dst, sizeof(dst), "%s:%lld", s_(o, "dst"), i_(o, "dport"));
+		snprintf(src, sizeof(src), "%s:%lld", jk_ctl_str(o, "src"), i_(o, "sport"));
+		snprintf(dst, sizeof(dst), "%s:%lld", jk_ctl_str(o, "dst"), i_(o, "dport"));
 		if (json_object_get(o, "out_vnic"))
-			snprintf(out, sizeof(out), "vnic %s", s_(o, "out_vnic"));
+			snprintf(out, sizeof(out), "vnic %s", jk_ctl_str(o, "out_vnic"));
 		else
-			snprintf(out, sizeof(out), "vtep %s", s_(o, "vtep"));
-		printf("%-8s %-5s %-21s %-21s %-6s %-10s %-20s %10lld %12lld %8lld%s\n", s_(o, "vpc"),
-		       proto_name(i_(o, "proto")), src, dst, s_(o, "class"), s_(o, "in_vnic"), out, i_(o, "packets"),
+			snprintf(out, sizeof(out), "vtep %s", jk_ctl_str(o, "vtep"));
+		printf("%-8s %-5s %-21s %-21s %-6s %-10s %-20s %10lld %12lld %8lld%s\n", jk_ctl_str(o, "vpc"),
+		       proto_name(i_(o, "proto")), src, dst, jk_ctl_str(o, "class"), jk_ctl_str(o, "in_vnic"), out, i_(o, "packets"),
 		       i_(o, "bytes"), i_(o, "idle_ms"), json_is_true(json_object_get(o, "stale")) ? " stale" : "");
 	}
 }
@@ -292,13 +285,13 @@ static void print_rcft(json_t *r)
 	printf("RC QP quota (idle timeout %lld ms)\n%-12s %6s %6s %12s\n", i_(r, "idle_ms"), "VNIC", "LIVE", "QUOTA",
 	       "QUOTA_DROPS");
 	json_array_foreach(json_object_get(r, "vnics"), i, o)
-		printf("%-12s %6lld %6lld %12lld\n", s_(o, "vnic"), i_(o, "live"), i_(o, "qp_quota"),
+		printf("%-12s %6lld %6lld %12lld\n", jk_ctl_str(o, "vnic"), i_(o, "live"), i_(o, "qp_quota"),
 		       i_(o, "quota_drops"));
 	printf("\nRC flows\n%-12s %-8s %-15s %-15s %8s %10s %12s %8s\n", "VNIC", "VPC", "SRC", "DST", "DQPN", "PACKETS",
 	       "BYTES", "IDLE_MS");
 	json_array_foreach(json_object_get(r, "flows"), i, o)
-		printf("%-12s %-8s %-15s %-15s %#8llx %10lld %12lld %8lld\n", s_(o, "vnic"), s_(o, "vpc"),
-		       s_(o, "src"), s_(o, "dst"), i_(o, "dqpn"), i_(o, "packets"), i_(o, "bytes"), i_(o, "idle_ms"));
+		printf("%-12s %-8s %-15s %-15s %#8llx %10lld %12lld %8lld\n", jk_ctl_str(o, "vnic"), jk_ctl_str(o, "vpc"),
+		       jk_ctl_str(o, "src"), jk_ctl_str(o, "dst"), i_(o, "dqpn"), i_(o, "packets"), i_(o, "bytes"), i_(o, "idle_ms"));
 }
 
 static void print_drops(json_t *drops, const char *indent)
@@ -339,7 +332,7 @@ static void print_stats(json_t *r)
 	const char *name, *k;
 	json_t *val;
 
-	printf("host %s, up %lld ms\n\ndatapath:\n", s_(r, "host"), i_(r, "uptime_ms"));
+	printf("host %s, up %lld ms\n\ndatapath:\n", jk_ctl_str(r, "host"), i_(r, "uptime_ms"));
 	json_object_foreach(dp, k, val)
 		if (json_is_integer(val))
 			printf("  %-16s %lld\n", k, (long long)json_integer_value(val));
@@ -410,7 +403,7 @@ int main(int argc, char **argv)
 	if (!rep)
 		return 1;
 	if (!json_is_true(json_object_get(rep, "ok"))) {
-		fprintf(stderr, "jakiroctl: refused: %s\n", s_(rep, "error"));
+		fprintf(stderr, "jakiroctl: refused: %s\n", jk_ctl_str(rep, "error"));
 		json_decref(rep);
 		return 1;
 	}
