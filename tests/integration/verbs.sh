@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Unmodified verbs programs in container tenants, through jakiro: Debian's
-# ibv_rc_pingpong and perftest over the drop-in libibverbs
+# ibv_rc_pingpong, perftest and UCX's ucx_perftest over the drop-in libibverbs
 # (`jakiro-lab exec --verbs`) between tenants on two hosts, each side once
 # as the server; their QPs count against the vNIC's qp_quota, and their
 # RDMA obeys the vNIC's DHTB rate through DCQCN.
@@ -54,6 +54,18 @@ pair "ib_write_bw, server on h2" blue2 blue1 10.0.0.2 "$BW" ib_write_bw -x 1 -n 
 pair "ib_write_bw, server on h1" blue1 blue2 10.0.0.1 "$BW" ib_write_bw -x 1 -n 500
 pair "ib_read_lat, server on h2" blue2 blue1 10.0.0.2 "$LAT" ib_read_lat -x 1 -n 1000
 pair "ib_send_lat, server on h1" blue1 blue2 10.0.0.1 "$LAT" ib_send_lat -x 1 -n 1000
+# UCX's UCT perftest over rc_verbs (tests/verbs/ucx.sh has the rest).
+if command -v ucx_perftest >/dev/null; then
+	FINAL="^Final:${S}[0-9]+${S}[0-9.]+"
+	pair "ucx_perftest rc_verbs put_bw 64 KiB, server on h2" blue2 blue1 10.0.0.2 "$FINAL" \
+		ucx_perftest -x rc_verbs -d jk_eth0:1 -t put_bw -D zcopy -s 65536 -n 5000
+	pair "ucx_perftest rc_verbs put_bw 64 KiB, server on h1" blue1 blue2 10.0.0.1 "$FINAL" \
+		ucx_perftest -x rc_verbs -d jk_eth0:1 -t put_bw -D zcopy -s 65536 -n 5000
+	pair "ucx_perftest rc_verbs am_lat 8 B, server on h2" blue2 blue1 10.0.0.2 "$FINAL" \
+		ucx_perftest -x rc_verbs -d jk_eth0:1 -t am_lat -s 8 -n 5000
+else
+	not_ok "ucx_perftest installed (scripts/install-deps --test)"
+fi
 
 # qp_quota 4 on quota1: four QPs connect, eight do not (the flows past the
 # quota are dropped by h1's jakirod, counted as qp_quota drops).  Its live

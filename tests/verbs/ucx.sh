@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Debian's UCX (ucx_perftest, ucx_info, libucx0 1.13) over the drop-in
+# libibverbs, between two namespaces joined by a veth pair (each side's
+# interface named eth0: a UCT test runs on the device the client names,
+# so both ends need the same device name, jk_eth0, as lab tenants have):
+#   - UCX lists rc_verbs on jk_eth0:1 through jakiro-verbs (which gives the
+#     program a private /dev with /dev/infiniband placeholders: UCX checks
+#     they exist), and nothing without it; the host's /dev is untouched;
+#   - UCT over rc_verbs, each side once as the server where it matters:
+#     put bandwidth (RDMA WRITE, zero-copy, 64 KiB), get (RDMA READ),
+#     active messages (SEND to an SRQ) latency and bandwidth, put latency,
+#     atomic add, fetch-and-add and compare-and-swap.
+# Not here (docs/verbs.md "UCX"): UCP tests (tag_lat) and Open MPI, which
+# wire up through ud_verbs: the soft RNIC has no UD QPs.
+cd "$(dirname "$0")/../.." || exit 1
+. tests/rnic/lib.sh
+B=$BUILD/bin
+V=$B/jakiro-verbs
+for t in ucx_perftest ucx_info unshare; do
+	command -v $t >/dev/null || { echo "# $t missing (scripts/install-deps --test)"; exit 77; }
+done
+[ -x "$V" ] && [ -e "$BUILD/lib/verbs/libibverbs.so.1" ] || { echo "# $V missing (make)"; exit 77; }
+rn_setup 1500
+for ns in "$NS1" "$NS2"; do
+	if="$IF1"; [ "$ns" = "$NS2" ] && if="$IF2"
+	ip -n "$ns" link set "$if" down && ip -n "$ns" link set "$if" name eth0 && ip -n "$ns" link set eth0 up
+done
+for ns in "$NS1" "$NS2"; do   # carrier back on both ends (a deadline, not a sleep)
+	end=$((SECONDS + 10))
+	until ip -n "$ns" link show eth0 | grep -q LOWER_UP; do
+		[ $SECONDS -lt $end ] || { not_ok "eth0 up in $ns"; exit 1; }
+		sleep 0.05
+	done
+done
+host_dev_before=$(ls -d /dev/infiniband 2>/dev/null)
+
+# --- discovery ------------------------------------------------------------------
+out=$(ip netns exec "$NS1" "$V" ucx_info -d 2>&1)
+printf '%s\n' "$out" | grep -A1 "Transport: rc_verbs" | grep -q "Device: jk_eth0:1" &&
+	ok "ucx_info -d: rc_verbs on jk_eth0:1" || { not_ok "ucx_info -d: rc_verbs on jk_eth0:1"; printf '%s\n' "$out" | grep -E "Transport|Device|rror" | sed 's/^/#   /'; }
+out=$(ip netns exec "$NS1" ucx_info -d 2>&1)
+printf '%s\n' "$out" | grep -q "jk_eth0" && not_ok "without the launcher UCX sees no jk_ device" ||
+	ok "without the launcher UCX sees no jk_ device"
+[ "$(ls -d /dev/infiniband 2>/dev/null)" = "$host_dev_before" ] &&
+	ok "the host's /dev is untouched (placeholders only in the program's mount namespace)" ||
+	not_ok "the host's /dev is untouched"
+
+# --- UCT over rc_verbs ---------------------------------------------------------------
+FINAL="^Final:[[:space:]]+[0-9]+[[:space:]]+[0-9.]+"
+U="$V ucx_perftest -x rc_verbs -d jk_eth0:1"
+rn_pair "put_bw zcopy 64 KiB (RDMA WRITE), server in A" 1 "$U -t put_bw -D zcopy -s 65536 -n 5000" \
+	"$U -t put_bw -D zcopy -s 65536 -n 5000" "$FINAL"
+rn_pair "put_bw zcopy 64 KiB, server in B" 2 "$U -t put_bw -D zcopy -s 65536 -n 5000" \
+	"$U -t put_bw -D zcopy -s 65536 -n 5000" "$FINAL"
+rn_pair "get zcopy 64 KiB (RDMA READ)" 1 "$U -t get -D zcopy -s 65536 -n 2000" "$U -t get -D zcopy -s 65536 -n 2000" "$FINAL"
+rn_pair "am_lat 8 B (SEND), server in A" 1 "$U -t am_lat -s 8 -n 5000" "$U -t am_lat -s 8 -n 5000" "$FINAL"
+rn_pair "am_lat 8 B, server in B" 2 "$U -t am_lat -s 8 -n 5000" "$U -t am_lat -s 8 -n 5000" "$FINAL"
+rn_pair "am_bw bcopy 4 KiB" 2 "$U -t am_bw -D bcopy -s 4096 -n 5000" "$U -t am_bw -D bcopy -s 4096 -n 5000" "$FINAL"
+rn_pair "put_lat 8 B" 1 "$U -t put_lat -s 8 -n 5000" "$U -t put_lat -s 8 -n 5000" "$FINAL"
+rn_pair "add_lat (atomic add)" 2 "$U -t add_lat -n 2000" "$U -t add_lat -n 2000" "$FINAL"
+rn_pair "fadd (atomic fetch-and-add)" 1 "$U -t fadd -n 2000" "$U -t fadd -n 2000" "$FINAL"
+rn_pair "cswap (atomic compare-and-swap)" 2 "$U -t cswap -n 2000" "$U -t cswap -n 2000" "$FINAL"
