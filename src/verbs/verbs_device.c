@@ -195,7 +195,7 @@ VERBS_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
 	ctx_set_ops(ctx);
 	ctx->vctx.context.device = device;
 	ctx->vctx.context.num_comp_vectors = 1;
-	/* Counts the asynchronous events waiting (verbs_notify_qps). */
+	/* Counts the asynchronous events waiting (verbs_notify_async). */
 	ctx->vctx.context.async_fd = eventfd(0, EFD_CLOEXEC | EFD_SEMAPHORE);
 	ctx->vctx.context.cmd_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	if (ctx->vctx.context.async_fd < 0 || ctx->vctx.context.cmd_fd < 0) {

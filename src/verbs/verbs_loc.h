@@ -56,6 +56,7 @@ struct verbs_ctx {
 	pthread_mutex_t lock;         /* the RNIC and every object below */
 	struct verbs_cq *cqs;         /* for completion events */
 	struct verbs_qp *qps;         /* for asynchronous events */
+	struct verbs_srq *srqs;       /* ... and their limits */
 	/* asynchronous events not yet read; async_fd (an eventfd in semaphore
 	 * mode) counts them */
 	pthread_mutex_t async_mu;
@@ -97,6 +98,9 @@ struct verbs_srq {
 	struct ibv_srq srq;
 	struct rnic_srq *rsrq;
 	uint32_t max_wr, max_sge;
+	uint32_t limit;               /* armed while > 0 (ctx->lock) */
+	uint32_t events_reported;     /* asynchronous events handed out */
+	struct verbs_srq *next;       /* ctx->srqs */
 };
 
 struct verbs_channel {
@@ -168,10 +172,12 @@ void verbs_app_polled(struct verbs_ctx *ctx, int got);
 /* Runs the RNIC once and raises completion events; caller holds ctx->lock. */
 void verbs_progress_locked(struct verbs_ctx *ctx, uint64_t now_ns);
 void verbs_notify_cqs(struct verbs_ctx *ctx);
-/* A QP the transport moved to ERR raises IBV_EVENT_QP_FATAL (caller holds
- * ctx->lock); verbs_async_forget drops the unread events of a QP. */
-void verbs_notify_qps(struct verbs_ctx *ctx);
-void verbs_async_forget(struct verbs_ctx *ctx, struct ibv_qp *qp);
+/* Asynchronous events (caller holds ctx->lock): a QP the transport moved
+ * to ERR raises IBV_EVENT_QP_FATAL; an SRQ whose posted WQEs fell below
+ * its armed limit raises IBV_EVENT_SRQ_LIMIT_REACHED and is disarmed.
+ * verbs_async_forget drops the unread events of a QP or SRQ (element). */
+void verbs_notify_async(struct verbs_ctx *ctx);
+void verbs_async_forget(struct verbs_ctx *ctx, const void *element);
 /* Takes CQ out of its channel's queue (it is being destroyed). */
 void verbs_channel_forget(struct verbs_cq *cq);
 

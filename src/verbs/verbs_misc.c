@@ -190,8 +190,10 @@ VERBS_EXPORT int ibv_get_async_event(struct ibv_context *context, struct ibv_asy
 		pthread_mutex_lock(&ctx->async_mu);
 		if (ctx->async_tail != ctx->async_head) {
 			*event = ctx->async_q[ctx->async_tail++ % VERBS_ASYNC_QUEUE];
-			got = event->element.qp != NULL;     /* NULL: its QP is gone */
-			if (got)
+			got = event->element.qp != NULL;     /* NULL: its QP or SRQ is gone */
+			if (got && event->event_type == IBV_EVENT_SRQ_LIMIT_REACHED)
+				to_vsrq(event->element.srq)->events_reported++;
+			else if (got)
 				to_vqp(event->element.qp)->events_reported++;
 		}
 		pthread_mutex_unlock(&ctx->async_mu);
@@ -201,12 +203,19 @@ VERBS_EXPORT int ibv_get_async_event(struct ibv_context *context, struct ibv_asy
 
 VERBS_EXPORT void ibv_ack_async_event(struct ibv_async_event *event)
 {
-	struct ibv_qp *qp = event->element.qp;
+	if (event->event_type == IBV_EVENT_QP_FATAL && event->element.qp) {
+		struct ibv_qp *qp = event->element.qp;
 
-	if (event->event_type != IBV_EVENT_QP_FATAL || !qp)
-		return;
-	pthread_mutex_lock(&qp->mutex);
-	qp->events_completed++;
-	pthread_cond_broadcast(&qp->cond);
-	pthread_mutex_unlock(&qp->mutex);
+		pthread_mutex_lock(&qp->mutex);
+		qp->events_completed++;
+		pthread_cond_broadcast(&qp->cond);
+		pthread_mutex_unlock(&qp->mutex);
+	} else if (event->event_type == IBV_EVENT_SRQ_LIMIT_REACHED && event->element.srq) {
+		struct ibv_srq *srq = event->element.srq;
+
+		pthread_mutex_lock(&srq->mutex);
+		srq->events_completed++;
+		pthread_cond_broadcast(&srq->cond);
+		pthread_mutex_unlock(&srq->mutex);
+	}
 }

@@ -624,9 +624,9 @@ VERBS_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 
 /* ---- shared receive queues ------------------------------------------------ */
 
-/* An SRQ limit would raise IBV_EVENT_SRQ_LIMIT_REACHED, an asynchronous
- * event this device does not raise yet: a limit is refused rather than
- * accepted and never signalled. */
+/* A limit (at creation or by ibv_modify_srq) arms the SRQ: when the WQEs
+ * posted and not yet taken fall below it, IBV_EVENT_SRQ_LIMIT_REACHED is
+ * raised once and the limit goes back to 0 (verbs_notify_async). */
 VERBS_EXPORT struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *ia)
 {
 	struct verbs_ctx *ctx = to_vctx(pd->context);
@@ -634,8 +634,8 @@ VERBS_EXPORT struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_in
 	struct verbs_srq *srq;
 	int err;
 
-	if (ia->attr.srq_limit) {
-		errno = EOPNOTSUPP;
+	if (ia->attr.srq_limit > ia->attr.max_wr) {
+		errno = EINVAL;
 		return NULL;
 	}
 	srq = calloc(1, sizeof(*srq));
@@ -645,6 +645,11 @@ VERBS_EXPORT struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_in
 	}
 	pthread_mutex_lock(&ctx->lock);
 	err = rnic_create_srq(to_vpd(pd)->rpd, &ra, &srq->rsrq);
+	if (!err) {
+		srq->limit = ia->attr.srq_limit;
+		srq->next = ctx->srqs;
+		ctx->srqs = srq;
+	}
 	pthread_mutex_unlock(&ctx->lock);
 	if (err) {
 		free(srq);
@@ -662,36 +667,64 @@ VERBS_EXPORT struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_in
 	return &srq->srq;
 }
 
-VERBS_EXPORT int ibv_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr, int mask)
+/* IBV_SRQ_LIMIT arms (or, with 0, disarms); resizing (IBV_SRQ_MAX_WR) is
+ * not offered. */
+VERBS_EXPORT int ibv_modify_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr, int mask)
 {
+	struct verbs_ctx *ctx = to_vctx(ibsrq->context);
+	struct verbs_srq *srq = to_vsrq(ibsrq);
+
 	if (mask & ~(IBV_SRQ_MAX_WR | IBV_SRQ_LIMIT))
 		return EINVAL;
-	if ((mask & IBV_SRQ_MAX_WR) || ((mask & IBV_SRQ_LIMIT) && attr->srq_limit))
+	if (mask & IBV_SRQ_MAX_WR)
 		return EOPNOTSUPP;
-	return 0;                         /* a limit of 0: disarmed, as it is */
+	if ((mask & IBV_SRQ_LIMIT) && attr->srq_limit > srq->max_wr)
+		return EINVAL;
+	if (mask & IBV_SRQ_LIMIT) {
+		pthread_mutex_lock(&ctx->lock);
+		srq->limit = attr->srq_limit;
+		pthread_mutex_unlock(&ctx->lock);
+		verbs_progress_kick(ctx);     /* already below it: the event now */
+	}
+	return 0;
 }
 
 VERBS_EXPORT int ibv_query_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr)
 {
+	struct verbs_ctx *ctx = to_vctx(ibsrq->context);
 	struct verbs_srq *srq = to_vsrq(ibsrq);
 
 	attr->max_wr = srq->max_wr;
 	attr->max_sge = srq->max_sge;
-	attr->srq_limit = 0;
+	pthread_mutex_lock(&ctx->lock);
+	attr->srq_limit = srq->limit;
+	pthread_mutex_unlock(&ctx->lock);
 	return 0;
 }
 
 VERBS_EXPORT int ibv_destroy_srq(struct ibv_srq *ibsrq)
 {
 	struct verbs_ctx *ctx = to_vctx(ibsrq->context);
-	struct verbs_srq *srq = to_vsrq(ibsrq);
+	struct verbs_srq *srq = to_vsrq(ibsrq), **p;
 	int err;
 
 	pthread_mutex_lock(&ctx->lock);
 	err = rnic_destroy_srq(srq->rsrq);
+	if (!err) {
+		for (p = &ctx->srqs; *p && *p != srq; p = &(*p)->next)
+			;
+		if (*p)
+			*p = srq->next;
+	}
 	pthread_mutex_unlock(&ctx->lock);
 	if (err)
 		return -err;
+	verbs_async_forget(ctx, ibsrq);
+	/* as libibverbs: every event handed out must have been acknowledged */
+	pthread_mutex_lock(&ibsrq->mutex);
+	while (ibsrq->events_completed != srq->events_reported)
+		pthread_cond_wait(&ibsrq->cond, &ibsrq->mutex);
+	pthread_mutex_unlock(&ibsrq->mutex);
 	free(srq);
 	return 0;
 }

@@ -92,34 +92,56 @@ void verbs_notify_cqs(struct verbs_ctx *ctx)
 	}
 }
 
-void verbs_notify_qps(struct verbs_ctx *ctx)
+/* Queues one event; its element set by the caller's union member. */
+static struct ibv_async_event *async_push(struct verbs_ctx *ctx, enum ibv_event_type type)
+{
+	struct ibv_async_event *ev = NULL;
+	uint64_t one = 1;
+
+	pthread_mutex_lock(&ctx->async_mu);
+	if (ctx->async_head - ctx->async_tail < VERBS_ASYNC_QUEUE) {
+		ev = &ctx->async_q[ctx->async_head++ % VERBS_ASYNC_QUEUE];
+		ev->event_type = type;
+		ev->element.qp = NULL;
+		(void)!write(ctx->vctx.context.async_fd, &one, sizeof(one));
+	}
+	return ev;                        /* async_mu held: the caller sets the element */
+}
+
+void verbs_notify_async(struct verbs_ctx *ctx)
 {
 	for (struct verbs_qp *qp = ctx->qps; qp; qp = qp->next) {
-		uint64_t one = 1;
+		struct ibv_async_event *ev;
 
 		if (qp->err_seen || rnic_qp_state(qp->rqp) != RNIC_QPS_ERR)
 			continue;
 		qp->err_seen = 1;
 		qp->qpx.qp_base.state = IBV_QPS_ERR;
-		pthread_mutex_lock(&ctx->async_mu);
-		if (ctx->async_head - ctx->async_tail < VERBS_ASYNC_QUEUE) {
-			struct ibv_async_event *ev = &ctx->async_q[ctx->async_head++ % VERBS_ASYNC_QUEUE];
-
-			ev->event_type = IBV_EVENT_QP_FATAL;
+		ev = async_push(ctx, IBV_EVENT_QP_FATAL);
+		if (ev)
 			ev->element.qp = &qp->qpx.qp_base;
-			(void)!write(ctx->vctx.context.async_fd, &one, sizeof(one));
-		}
+		pthread_mutex_unlock(&ctx->async_mu);
+	}
+	for (struct verbs_srq *srq = ctx->srqs; srq; srq = srq->next) {
+		struct ibv_async_event *ev;
+
+		if (!srq->limit || rnic_srq_posted(srq->rsrq) >= srq->limit)
+			continue;
+		srq->limit = 0;               /* one event per arming, as the spec says */
+		ev = async_push(ctx, IBV_EVENT_SRQ_LIMIT_REACHED);
+		if (ev)
+			ev->element.srq = &srq->srq;
 		pthread_mutex_unlock(&ctx->async_mu);
 	}
 }
 
-void verbs_async_forget(struct verbs_ctx *ctx, struct ibv_qp *qp)
+void verbs_async_forget(struct verbs_ctx *ctx, const void *element)
 {
 	pthread_mutex_lock(&ctx->async_mu);
 	for (unsigned i = ctx->async_tail; i != ctx->async_head; i++) {
 		struct ibv_async_event *ev = &ctx->async_q[i % VERBS_ASYNC_QUEUE];
 
-		if (ev->element.qp == qp)
+		if ((const void *)ev->element.qp == element)
 			ev->element.qp = NULL;        /* read and skipped */
 	}
 	pthread_mutex_unlock(&ctx->async_mu);
@@ -129,7 +151,7 @@ void verbs_progress_locked(struct verbs_ctx *ctx, uint64_t now_ns)
 {
 	rnic_progress(ctx->rnic, now_ns);
 	verbs_notify_cqs(ctx);
-	verbs_notify_qps(ctx);
+	verbs_notify_async(ctx);
 }
 
 void verbs_progress_kick(struct verbs_ctx *ctx)
@@ -219,7 +241,7 @@ static void *progress_main(void *arg)
 		pthread_mutex_lock(&ctx->lock);
 		moved = rnic_progress(ctx->rnic, now);
 		verbs_notify_cqs(ctx);
-		verbs_notify_qps(ctx);
+		verbs_notify_async(ctx);
 		now = rnic_now_ns();
 		due = rnic_next_due(ctx->rnic, now);
 		pthread_mutex_unlock(&ctx->lock);

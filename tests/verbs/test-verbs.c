@@ -606,9 +606,15 @@ static void test_srq(void **state)
 	uint8_t *rx = e->bb;
 	int got, seen[3] = { 0 };
 
+	srq = ibv_create_srq(e->pd, &limited);     /* a limit at creation arms it */
+	assert_non_null(srq);
+	assert_int_equal(ibv_query_srq(srq, &qa), 0);
+	assert_int_equal(qa.srq_limit, 4);
+	assert_int_equal(ibv_destroy_srq(srq), 0);
+	limited.attr.srq_limit = 17;               /* more than max_wr */
 	errno = 0;
 	assert_null(ibv_create_srq(e->pd, &limited));
-	assert_int_equal(errno, EOPNOTSUPP);
+	assert_int_equal(errno, EINVAL);
 	srq = ibv_create_srq(e->pd, &sa);
 	assert_non_null(srq);
 	assert_int_equal(ibv_query_srq(srq, &qa), 0);
@@ -683,6 +689,78 @@ static void test_srq(void **state)
 	}
 	assert_int_equal(ibv_destroy_qp(r1), 0);
 	assert_int_equal(ibv_destroy_qp(r2), 0);
+	assert_int_equal(ibv_destroy_srq(srq), 0);
+}
+
+/* An armed SRQ limit: IBV_EVENT_SRQ_LIMIT_REACHED once the WQEs posted and
+ * not yet taken fall below it, then disarmed; arming below it signals at
+ * once; resizing is refused. */
+static void srq_send(struct env *e, int n)
+{
+	struct ibv_wc wc[8];
+
+	for (int i = 0; i < n; i++) {
+		struct ibv_sge sg = { .addr = (uintptr_t)e->ba, .length = 32, .lkey = e->ma->lkey };
+		struct ibv_send_wr wr = { .wr_id = 50 + i, .sg_list = &sg, .num_sge = 1, .opcode = IBV_WR_SEND,
+					  .send_flags = IBV_SEND_SIGNALED }, *bad;
+
+		assert_int_equal(ibv_post_send(e->a, &wr, &bad), 0);
+	}
+	assert_int_equal(poll_n(e->cq, 2 * n, wc), 2 * n);   /* sends and receives */
+	for (int i = 0; i < 2 * n; i++)
+		assert_int_equal(wc[i].status, IBV_WC_SUCCESS);
+}
+
+static void test_srq_limit(void **state)
+{
+	struct env *e = *state;
+	struct ibv_srq_init_attr sa = { .attr = { .max_wr = 16, .max_sge = 1 } };
+	struct ibv_qp_init_attr ia = { .send_cq = e->cq, .recv_cq = e->cq, .qp_type = IBV_QPT_RC,
+				       .cap = { .max_send_wr = 8, .max_send_sge = 1 } };
+	struct pollfd p = { .fd = e->ctx->async_fd, .events = POLLIN };
+	struct ibv_srq_attr attr = { .srq_limit = 17 };
+	struct ibv_async_event ev;
+	struct ibv_srq *srq;
+	struct ibv_qp *r1;
+
+	srq = ibv_create_srq(e->pd, &sa);
+	assert_non_null(srq);
+	assert_int_equal(ibv_modify_srq(srq, &attr, IBV_SRQ_LIMIT), EINVAL);
+	attr.max_wr = 32;
+	assert_int_equal(ibv_modify_srq(srq, &attr, IBV_SRQ_MAX_WR), EOPNOTSUPP);
+	attr.srq_limit = 3;
+	assert_int_equal(ibv_modify_srq(srq, &attr, IBV_SRQ_LIMIT), 0);
+	assert_int_equal(ibv_query_srq(srq, &attr), 0);
+	assert_int_equal(attr.srq_limit, 3);
+	ia.srq = srq;
+	r1 = ibv_create_qp(e->pd, &ia);
+	assert_non_null(r1);
+	connect_pair(e, e->a, r1);
+	for (int i = 0; i < 4; i++) {
+		struct ibv_sge sg = { .addr = (uintptr_t)e->bb + 64 * i, .length = 64, .lkey = e->mb->lkey };
+		struct ibv_recv_wr wr = { .wr_id = 200 + i, .sg_list = &sg, .num_sge = 1 }, *bad;
+
+		assert_int_equal(ibv_post_srq_recv(srq, &wr, &bad), 0);
+	}
+	srq_send(e, 1);                           /* 3 left: not below 3 */
+	assert_int_equal(poll(&p, 1, 50), 0);
+	srq_send(e, 1);                           /* 2 left: below */
+	assert_int_equal(poll(&p, 1, 3000), 1);
+	assert_int_equal(ibv_get_async_event(e->ctx, &ev), 0);
+	assert_int_equal(ev.event_type, IBV_EVENT_SRQ_LIMIT_REACHED);
+	assert_ptr_equal(ev.element.srq, srq);
+	ibv_ack_async_event(&ev);
+	assert_int_equal(ibv_query_srq(srq, &attr), 0);
+	assert_int_equal(attr.srq_limit, 0);      /* disarmed */
+	srq_send(e, 1);                           /* 1 left: no second event */
+	assert_int_equal(poll(&p, 1, 50), 0);
+	attr.srq_limit = 2;                       /* armed below the level: at once */
+	assert_int_equal(ibv_modify_srq(srq, &attr, IBV_SRQ_LIMIT), 0);
+	assert_int_equal(poll(&p, 1, 3000), 1);
+	assert_int_equal(ibv_get_async_event(e->ctx, &ev), 0);
+	assert_int_equal(ev.event_type, IBV_EVENT_SRQ_LIMIT_REACHED);
+	ibv_ack_async_event(&ev);
+	assert_int_equal(ibv_destroy_qp(r1), 0);
 	assert_int_equal(ibv_destroy_srq(srq), 0);
 }
 
@@ -814,6 +892,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_atomics, setup, teardown),
 		cmocka_unit_test(test_atomics_exactly_once_under_loss),
 		cmocka_unit_test_setup_teardown(test_srq, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_srq_limit, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_async_qp_fatal, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_completion_channel, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_refused_and_misc, setup, teardown),
