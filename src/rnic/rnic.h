@@ -137,6 +137,7 @@ enum rnic_wc_opcode {
 };
 
 enum rnic_wc_flags {
+	RNIC_WC_GRH      = 1 << 0,   /* UD receive: the GRH area holds the sender's IPv4 header */
 	RNIC_WC_WITH_IMM = 1 << 1,
 };
 
@@ -186,7 +187,16 @@ struct rnic_qp_cap {
 	uint32_t max_inline_data;  /* <= RNIC_MAX_INLINE */
 };
 
+/* Reliable connected (the default) or unreliable datagram: a UD QP sends
+ * single-packet messages (at most the path MTU) to any QP named in each
+ * WR, never acknowledged; a UD receive places a 40-byte GRH area before
+ * the payload (RNIC_GRH_LEN: 20 zero bytes, then the packet's IPv4
+ * header, as rxe) and reports the sender's QPN. */
+enum rnic_qp_type { RNIC_QPT_RC, RNIC_QPT_UD };
+#define RNIC_GRH_LEN 40
+
 struct rnic_qp_init_attr {
+	enum rnic_qp_type qp_type;
 	struct rnic_cq *send_cq;
 	struct rnic_cq *recv_cq;
 	struct rnic_srq *srq;      /* receives from this shared queue (same PD), or NULL */
@@ -219,6 +229,7 @@ enum rnic_qp_attr_mask {
 	RNIC_QP_SQ_PSN             = 1 << 12,
 	RNIC_QP_MAX_DEST_RD_ATOMIC = 1 << 13,
 	RNIC_QP_DEST_QPN           = 1 << 14,
+	RNIC_QP_QKEY               = 1 << 15,
 };
 
 struct rnic_qp_attr {
@@ -237,6 +248,7 @@ struct rnic_qp_attr {
 	uint8_t max_dest_rd_atomic; /* the peer's, we serve */
 	uint8_t min_rnr_timer;      /* IB RNR timer code 0..31 */
 	uint32_t dest_qp_num;
+	uint32_t qkey;              /* UD: what arriving packets must carry */
 };
 
 int  rnic_create_qp(struct rnic_pd *pd, const struct rnic_qp_init_attr *init,
@@ -287,6 +299,9 @@ struct rnic_send_wr {
 	uint32_t rkey;
 	uint64_t compare_add;      /* atomics: compare (CmpSwap) or add (FetchAdd) */
 	uint64_t swap;             /* atomics: swap (CmpSwap) */
+	uint32_t ud_dip;           /* UD: the destination's IPv4, network order */
+	uint32_t ud_qpn;           /* UD: its QPN */
+	uint32_t ud_qkey;          /* UD: its Q_Key (high bit set: the QP's own) */
 };
 
 struct rnic_recv_wr {
@@ -330,6 +345,7 @@ uint32_t rnic_srq_posted(const struct rnic_srq *srq);
 	X(drop_unknown_qp)  X(drop_qp_state)    X(drop_bad_src)   X(drop_trunc) \
 	X(drop_out_of_seq)  X(drop_duplicate)   X(drop_bad_len)   X(drop_rnr)   \
 	X(drop_bad_resp)    X(drop_fault)       X(drop_rd_full)   X(tx_errors)  \
+	X(drop_bad_qkey)   \
 	X(acks_tx)          X(acks_rx)          X(naks_seq_tx)    X(naks_seq_rx) \
 	X(rnr_naks_tx)      X(rnr_naks_rx)      X(naks_err_tx)    X(naks_err_rx) \
 	X(timeouts)         X(retransmits)      X(read_replays)   X(dup_acked)  \

@@ -88,6 +88,14 @@ struct rnic_bth {
 } __attribute__((packed));
 _Static_assert(sizeof(struct rnic_bth) == 12, "BTH is 12 bytes");
 
+/* Datagram Extended Transport Header: UD requests. */
+#define DETH_SQP_MASK 0x00ffffffu
+struct rnic_deth {
+	rn_be32 qkey;
+	rn_be32 sqp;      /* reserved byte, source QPN */
+} __attribute__((packed));
+_Static_assert(sizeof(struct rnic_deth) == 8, "DETH is 8 bytes");
+
 /* RDMA Extended Transport Header. */
 struct rnic_reth {
 	rn_be64 va;
@@ -212,6 +220,8 @@ enum rnic_opcode {
 	RC_ATOMIC_ACKNOWLEDGE          = 0x12,
 	RC_COMPARE_SWAP                = 0x13,
 	RC_FETCH_ADD                   = 0x14,
+	UD_SEND_ONLY                   = 0x64,
+	UD_SEND_ONLY_WITH_IMMEDIATE    = 0x65,
 	RNIC_CNP                       = 0x81,
 };
 
@@ -235,6 +245,7 @@ enum rnic_hdr_mask {
 	RNIC_ATOMIC  = 1 << 15,  /* atomic request or atomic acknowledge */
 	RNIC_ATMETH  = 1 << 16,  /* has an AtomicETH */
 	RNIC_ATMACK  = 1 << 17,  /* has an AtomicAckETH */
+	RNIC_DETH    = 1 << 18,  /* has a DETH: a UD request */
 	RNIC_ONLY    = RNIC_FIRST | RNIC_LAST,
 };
 
@@ -244,6 +255,7 @@ enum rnic_ext_hdr {
 	RNIC_EXT_IMMDT,
 	RNIC_EXT_ATMETH,
 	RNIC_EXT_ATMACK,
+	RNIC_EXT_DETH,
 	RNIC_EXT_PAYLOAD,
 	RNIC_EXT_COUNT
 };
@@ -295,6 +307,8 @@ struct rnic_hdr_fields {
 	uint64_t swap_add;     /* AtomicETH (va, rkey above) */
 	uint64_t compare;
 	uint64_t orig;         /* AtomicAckETH */
+	uint32_t qkey;         /* DETH */
+	uint32_t src_qpn;
 };
 
 /* Writes the headers of f->opcode into buf (RNIC_MAX_HDR bytes); returns
@@ -321,6 +335,10 @@ static inline uint32_t pkt_imm(const struct rnic_pkt *p)
 static inline const struct rnic_atmeth *pkt_atmeth(const struct rnic_pkt *p)
 {
 	return (const struct rnic_atmeth *)(p->hdr + rnic_opcode[p->opcode].offset[RNIC_EXT_ATMETH]);
+}
+static inline const struct rnic_deth *pkt_deth(const struct rnic_pkt *p)
+{
+	return (const struct rnic_deth *)(p->hdr + rnic_opcode[p->opcode].offset[RNIC_EXT_DETH]);
 }
 static inline uint64_t pkt_atmack_orig(const struct rnic_pkt *p)
 {

@@ -86,6 +86,7 @@ struct rnic_swqe {
 	uint32_t len;                 /* message length */
 	uint64_t compare_add;         /* atomics */
 	uint64_t swap;
+	uint32_t ud_dip, ud_qpn, ud_qkey;   /* UD: where it goes */
 	uint32_t first_psn;           /* assigned when first transmitted */
 	uint32_t last_psn;
 	struct rnic_sge sg[RNIC_MAX_SGE];
@@ -132,6 +133,7 @@ struct rnic_qp {
 	struct rnic_pd *pd;
 	struct rnic_cq *scq, *rcq;
 	uint32_t qpn;
+	enum rnic_qp_type type;
 	enum rnic_qp_state state;
 	struct rnic_qp_attr attr;     /* as last modified */
 	struct rnic_qp_cap cap;
@@ -370,6 +372,10 @@ void rnic_comp_send_wc(struct rnic_qp *qp, struct rnic_swqe *w,
 
 /* rnic_resp.c */
 void rnic_resp_rcv(struct rnic_qp *qp, struct rnic_pkt *pkt, uint64_t now_ns);
+/* A UD SEND for a UD QP: Q_Key checked, a receive WQE taken (none: the
+ * datagram is dropped, UD has no RNR), the GRH area (zeros, then the
+ * IPv4 header ipudp[0..20)) and the payload placed. */
+void rnic_resp_ud(struct rnic_qp *qp, struct rnic_pkt *pkt, const uint8_t *ipudp);
 void rnic_resp_ce(struct rnic_qp *qp, uint64_t now_ns);
 void rnic_resp_flush(struct rnic_qp *qp);
 int  rnic_resp_tx(struct rnic_qp *qp, uint64_t now_ns, int budget);

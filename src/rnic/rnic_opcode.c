@@ -1,4 +1,4 @@
-/* rnic_opcode.c — the RC opcode table and the header builder/parser that
+/* rnic_opcode.c — the RC and UD opcode table and the header builder/parser that
  * read it.  One row per opcode: what it carries (mask), its header length
  * and where each extension header sits.  Nothing else in the transport
  * switches on header layout.
@@ -13,6 +13,16 @@
 #define IMM  sizeof(struct rnic_immdt)
 #define ATM  sizeof(struct rnic_atmeth)
 #define ATA  sizeof(struct rnic_atmack)
+#define DETH sizeof(struct rnic_deth)
+
+/* A UD SEND: BTH, DETH, optional ImmDt; always one packet. */
+#define UD_ROW(nm, has_imm)                                                   \
+	{ .name = nm,                                                         \
+	  .mask = RNIC_REQ | RNIC_SEND | RNIC_PAYLOAD | RNIC_ONLY | RNIC_RWR | \
+		  RNIC_DETH | ((has_imm) ? RNIC_IMMDT : 0),                   \
+	  .length = BTH + DETH + ((has_imm) ? IMM : 0),                       \
+	  .offset = { [RNIC_EXT_DETH] = BTH, [RNIC_EXT_IMMDT] = BTH + DETH,   \
+		      [RNIC_EXT_PAYLOAD] = BTH + DETH + ((has_imm) ? IMM : 0) } }
 
 #define ATOMIC_ROW(nm)                                                        \
 	{ .name = nm, .mask = RNIC_REQ | RNIC_ATOMIC | RNIC_ATMETH | RNIC_ONLY, \
@@ -81,6 +91,8 @@ const struct rnic_opcode_info rnic_opcode[256] = {
 			      [RNIC_EXT_PAYLOAD] = BTH + AETH + ATA } },
 	[RC_COMPARE_SWAP] = ATOMIC_ROW("RC_COMPARE_SWAP"),
 	[RC_FETCH_ADD]    = ATOMIC_ROW("RC_FETCH_ADD"),
+	[UD_SEND_ONLY]    = UD_ROW("UD_SEND_ONLY", 0),
+	[UD_SEND_ONLY_WITH_IMMEDIATE] = UD_ROW("UD_SEND_ONLY_WITH_IMMEDIATE", 1),
 	[RNIC_CNP] = { .name = "CNP", .mask = RNIC_CNPM,
 		       .length = BTH + sizeof(struct rnic_cnp),
 		       .offset = { [RNIC_EXT_PAYLOAD] = BTH + sizeof(struct rnic_cnp) } },
@@ -115,6 +127,12 @@ int rnic_hdr_build(uint8_t *buf, const struct rnic_hdr_fields *f)
 		struct rnic_aeth *a = (struct rnic_aeth *)(buf + op->offset[RNIC_EXT_AETH]);
 
 		a->smsn = rn_put32((uint32_t)f->syndrome << 24 | (f->msn & AETH_MSN_MASK));
+	}
+	if (op->mask & RNIC_DETH) {
+		struct rnic_deth *d = (struct rnic_deth *)(buf + op->offset[RNIC_EXT_DETH]);
+
+		d->qkey = rn_put32(f->qkey);
+		d->sqp = rn_put32(f->src_qpn & DETH_SQP_MASK);
 	}
 	if (op->mask & RNIC_IMMDT) {
 		struct rnic_immdt *i = (struct rnic_immdt *)(buf + op->offset[RNIC_EXT_IMMDT]);

@@ -47,6 +47,38 @@ struct qp_trans {
 #define RTS_ATTRS  (RNIC_QP_SQ_PSN | RNIC_QP_TIMEOUT | RNIC_QP_RETRY_CNT |   \
 		    RNIC_QP_RNR_RETRY | RNIC_QP_MAX_QP_RD_ATOMIC)
 
+/* UD (as the kernel's table): INIT takes the P_Key index, port and Q_Key;
+ * RTR nothing more; RTS the send PSN. */
+#define UD_INIT_ATTRS (RNIC_QP_PKEY_INDEX | RNIC_QP_PORT | RNIC_QP_QKEY)
+
+static const struct qp_trans ud_trans[RNIC_QPS_COUNT][RNIC_QPS_COUNT] = {
+	[RNIC_QPS_RESET] = {
+		[RNIC_QPS_RESET] = { 1, 0, 0 },
+		[RNIC_QPS_INIT]  = { 1, UD_INIT_ATTRS, 0 },
+		[RNIC_QPS_ERR]   = { 1, 0, 0 },
+	},
+	[RNIC_QPS_INIT] = {
+		[RNIC_QPS_RESET] = { 1, 0, 0 },
+		[RNIC_QPS_INIT]  = { 1, 0, UD_INIT_ATTRS },
+		[RNIC_QPS_RTR]   = { 1, 0, UD_INIT_ATTRS },
+		[RNIC_QPS_ERR]   = { 1, 0, 0 },
+	},
+	[RNIC_QPS_RTR] = {
+		[RNIC_QPS_RESET] = { 1, 0, 0 },
+		[RNIC_QPS_RTS]   = { 1, RNIC_QP_SQ_PSN, RNIC_QP_QKEY },
+		[RNIC_QPS_ERR]   = { 1, 0, 0 },
+	},
+	[RNIC_QPS_RTS] = {
+		[RNIC_QPS_RESET] = { 1, 0, 0 },
+		[RNIC_QPS_RTS]   = { 1, 0, RNIC_QP_QKEY },
+		[RNIC_QPS_ERR]   = { 1, 0, 0 },
+	},
+	[RNIC_QPS_ERR] = {
+		[RNIC_QPS_RESET] = { 1, 0, 0 },
+		[RNIC_QPS_ERR]   = { 1, 0, 0 },
+	},
+};
+
 static const struct qp_trans qp_trans[RNIC_QPS_COUNT][RNIC_QPS_COUNT] = {
 	[RNIC_QPS_RESET] = {
 		[RNIC_QPS_RESET] = { 1, 0, 0 },
@@ -84,6 +116,7 @@ int rnic_create_qp(struct rnic_pd *pd, const struct rnic_qp_init_attr *init,
 	uint32_t i, ssz, rsz;
 
 	if (!init->send_cq || !init->recv_cq || (init->srq && init->srq->pd != pd) ||
+	    (init->qp_type != RNIC_QPT_RC && init->qp_type != RNIC_QPT_UD) ||
 	    cap->max_send_wr > RNIC_MAX_WR ||
 	    cap->max_recv_wr > RNIC_MAX_WR || cap->max_send_sge > RNIC_MAX_SGE ||
 	    cap->max_recv_sge > RNIC_MAX_SGE || cap->max_inline_data > RNIC_MAX_INLINE)
@@ -119,7 +152,10 @@ int rnic_create_qp(struct rnic_pd *pd, const struct rnic_qp_init_attr *init,
 	if (qp->srq)
 		qp->srq->refs++;
 	qp->qpn = dev->qpn_base + i;
+	qp->type = init->qp_type;
 	qp->state = RNIC_QPS_RESET;
+	if (qp->type == RNIC_QPT_UD)   /* a datagram is one packet of up to the device's MTU */
+		qp->mtu = (uint32_t)rnic_mtu_bytes(dev->active_mtu);
 	qp->window = dev->window ? dev->window : RNIC_WINDOW_MIN;
 	dev->qp[i] = qp;
 	pd->refs++;
@@ -250,7 +286,7 @@ int rnic_modify_qp(struct rnic_qp *qp, const struct rnic_qp_attr *a, int mask)
 
 	if ((unsigned)next >= RNIC_QPS_COUNT)
 		return -EINVAL;
-	t = &qp_trans[cur][next];
+	t = qp->type == RNIC_QPT_UD ? &ud_trans[cur][next] : &qp_trans[cur][next];
 	if (!t->valid || (mask & t->req) != t->req ||
 	    (mask & ~(t->req | t->opt | RNIC_QP_STATE)))
 		return -EINVAL;
@@ -313,6 +349,8 @@ int rnic_modify_qp(struct rnic_qp *qp, const struct rnic_qp_attr *a, int mask)
 		qp->attr.min_rnr_timer = a->min_rnr_timer;
 	if (mask & RNIC_QP_DEST_QPN)
 		qp->attr.dest_qp_num = a->dest_qp_num;
+	if (mask & RNIC_QP_QKEY)
+		qp->attr.qkey = a->qkey;
 
 	if (next == cur)
 		return 0;
@@ -482,7 +520,8 @@ int rnic_post_send(struct rnic_qp *qp, struct rnic_send_wr *wr,
 		    wr->num_sge < 0 || (uint32_t)wr->num_sge > qp->cap.max_send_sge ||
 		    (unsigned)wr->opcode > RNIC_WR_ATOMIC_FETCH_AND_ADD ||
 		    (atomic && (wr->num_sge != 1 || wr->sg_list[0].length != 8 ||
-				(wr->send_flags & RNIC_SEND_INLINE)))) {
+				(wr->send_flags & RNIC_SEND_INLINE))) ||
+		    (qp->type == RNIC_QPT_UD && wr->opcode != RNIC_WR_SEND && wr->opcode != RNIC_WR_SEND_WITH_IMM)) {
 			*bad = wr;
 			return -EINVAL;
 		}
@@ -502,6 +541,9 @@ int rnic_post_send(struct rnic_qp *qp, struct rnic_send_wr *wr,
 		w->rkey = wr->rkey;
 		w->compare_add = wr->compare_add;
 		w->swap = wr->swap;
+		w->ud_dip = wr->ud_dip;
+		w->ud_qpn = wr->ud_qpn & BTH_QPN_MASK;
+		w->ud_qkey = wr->ud_qkey;
 		w->status = RNIC_WC_SUCCESS;
 		if ((wr->send_flags & RNIC_SEND_INLINE) && !is_read) {
 			if (post_inline(qp, w, wr)) {
@@ -518,7 +560,7 @@ int rnic_post_send(struct rnic_qp *qp, struct rnic_send_wr *wr,
 			if (!sge_ok(qp, &wr->sg_list[i], is_read))
 				w->status = RNIC_WC_LOC_PROT_ERR;
 		}
-		if (len > RNIC_MAX_MSG) {
+		if (len > RNIC_MAX_MSG || (qp->type == RNIC_QPT_UD && len > qp->mtu)) {
 			*bad = wr;
 			return -EINVAL;
 		}

@@ -169,6 +169,15 @@ void rnic_rcv_seg(struct rnic_dev *dev, struct rnic_rxseg *s, uint64_t now_ns)
 		dev->cnt.drop_qp_state++;
 		return;
 	}
+	/* A UD QP takes UD SENDs from anyone; an RC QP never a UD packet. */
+	if ((qp->type == RNIC_QPT_UD) != !!(pkt.mask & RNIC_DETH)) {
+		dev->cnt.drop_bad_opcode++;
+		return;
+	}
+	if (qp->type == RNIC_QPT_UD) {
+		rnic_resp_ud(qp, &pkt, s->ipudp);
+		return;
+	}
 	if (pkt.saddr != qp->dip) {
 		dev->cnt.drop_bad_src++;
 		return;

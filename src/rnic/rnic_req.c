@@ -120,6 +120,60 @@ static int send_data(struct rnic_qp *qp, struct rnic_swqe *w, uint64_t now_ns)
 	return 0;
 }
 
+/* UD: each WQE is one datagram to the QP its WR named, complete when it
+ * leaves (nothing acknowledges it).  A Q_Key with its high bit set means
+ * the QP's own (IBA 10.2.5). */
+static int send_ud(struct rnic_qp *qp, struct rnic_swqe *w, uint64_t now_ns)
+{
+	struct rnic_dev *dev = qp->dev;
+	struct rnic_hdr_fields f = { 0 };
+	struct rnic_txpkt *t;
+	int hl, npay;
+
+	f.opcode = w->opcode == RNIC_WR_SEND_WITH_IMM ? UD_SEND_ONLY_WITH_IMMEDIATE : UD_SEND_ONLY;
+	f.qpn = w->ud_qpn;
+	f.psn = qp->req.psn;
+	f.pad = (-w->len) & 3;
+	f.se = !!(w->flags & RNIC_SEND_SOLICITED);
+	f.imm = w->imm;
+	f.qkey = (w->ud_qkey & 0x80000000u) ? qp->attr.qkey : w->ud_qkey;
+	f.src_qpn = qp->qpn;
+	t = rnic_tx_get(dev);
+	hl = rnic_hdr_build(t->hdr, &f);
+	npay = rnic_sg_iov(w->sg, w->num_sge, 0, w->len, &t->iov[1], RNIC_MAX_SGE);
+	if (hl < 0 || npay < 0)
+		return -EINVAL;
+	rnic_tx_put(dev, t, hl, npay, w->len, w->ud_dip);
+	qp->tx_bytes += w->len;
+	qp->req.psn = psn_add(qp->req.psn, 1);
+	rnic_comp_send_wc(qp, w, RNIC_WC_SUCCESS, 0);
+	qp->sq_tail++;
+	qp->req.idx = qp->sq_tail;
+	return 0;
+}
+
+static int ud_tx(struct rnic_qp *qp, uint64_t now_ns, int budget)
+{
+	int sent = 0;
+
+	while (sent < budget && qp->req.idx != qp->sq_head) {
+		struct rnic_swqe *w = sq_wqe(qp, qp->req.idx);
+
+		if (w->status != RNIC_WC_SUCCESS) {
+			rnic_comp_send_wc(qp, w, (enum rnic_wc_status)w->status, 1);
+			qp->sq_tail++;
+			qp->req.idx = qp->sq_tail;
+			continue;
+		}
+		if (send_ud(qp, w, now_ns)) {
+			rnic_qp_error(qp, RNIC_WC_LOC_QP_OP_ERR);
+			break;
+		}
+		sent++;
+	}
+	return sent;
+}
+
 /* Packets per read request: fixed per QP, so that a retried request
  * (from any PSN of a chunk) ends where the original one ended. */
 static uint32_t read_chunk_pkts(const struct rnic_qp *qp)
@@ -218,6 +272,8 @@ int rnic_req_has_work(const struct rnic_qp *qp)
 
 	if (qp->state != RNIC_QPS_RTS || qp->req.idx == qp->sq_head)
 		return 0;
+	if (qp->type == RNIC_QPT_UD)
+		return 1;
 	w = &qp->sq[qp->req.idx & qp->sq_mask];
 	if (!window_ok(qp, w))
 		return 0;
@@ -231,6 +287,8 @@ int rnic_req_tx(struct rnic_qp *qp, uint64_t now_ns, int budget)
 
 	if (qp->state != RNIC_QPS_RTS)
 		return 0;
+	if (qp->type == RNIC_QPT_UD)
+		return ud_tx(qp, now_ns, budget);
 	if (qp->req.rnr_until) {
 		if (now_ns < qp->req.rnr_until)
 			return 0;

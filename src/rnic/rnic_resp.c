@@ -199,6 +199,42 @@ static void do_send(struct rnic_qp *qp, struct rnic_pkt *pkt)
 	accepted(qp, pkt);
 }
 
+void rnic_resp_ud(struct rnic_qp *qp, struct rnic_pkt *pkt, const uint8_t *ipudp)
+{
+	const struct rnic_deth *d = pkt_deth(pkt);
+	uint8_t grh[RNIC_GRH_LEN] = { 0 };
+	struct rnic_rwqe *w;
+	struct rnic_wc wc = { .opcode = RNIC_WC_RECV, .qp_num = qp->qpn, .wc_flags = RNIC_WC_GRH };
+
+	if (rn_get32(d->qkey) != qp->attr.qkey) {
+		qp->dev->cnt.drop_bad_qkey++;
+		return;
+	}
+	if (rq_empty(qp)) {
+		qp->dev->cnt.drop_rnr++;
+		return;
+	}
+	w = rwqe_take(qp);
+	memcpy(grh + RNIC_GRH_LEN - sizeof(struct rnic_ipv4), ipudp, sizeof(struct rnic_ipv4));
+	wc.wr_id = w->wr_id;
+	wc.src_qp = rn_get32(d->sqp) & DETH_SQP_MASK;
+	wc.byte_len = RNIC_GRH_LEN + pkt->payload_len;
+	if (pkt->mask & RNIC_IMMDT) {
+		wc.imm_data = pkt_imm(pkt);
+		wc.wc_flags |= RNIC_WC_WITH_IMM;
+	}
+	if (w->status != RNIC_WC_SUCCESS)
+		wc.status = (enum rnic_wc_status)w->status;
+	else if (rnic_sg_copy_in(w->sg, w->num_sge, 0, grh, RNIC_GRH_LEN) ||
+		 rnic_sg_copy_in(w->sg, w->num_sge, RNIC_GRH_LEN, pkt->payload, pkt->payload_len))
+		wc.status = RNIC_WC_LOC_LEN_ERR;
+	rnic_cq_push(qp->rcq, &wc);
+	if (qp->srq)
+		qp->resp.srq_held = 0;
+	else
+		qp->rq_tail++;
+}
+
 static void do_write(struct rnic_qp *qp, struct rnic_pkt *pkt)
 {
 	if ((pkt->mask & RNIC_RWR) && rq_empty(qp)) {

@@ -119,9 +119,16 @@ struct verbs_cq {
 	uint32_t events_reported;     /* events ibv_get_cq_event handed out */
 };
 
+/* An address handle: where a UD WR goes (RoCE v2 over IPv4 only). */
+struct verbs_ah {
+	struct ibv_ah ah;
+	uint32_t dip;                 /* the destination GID's IPv4, network order */
+};
+
 struct verbs_qp {
 	struct ibv_qp_ex qpx;         /* qpx.qp_base is the ibv_qp */
 	struct rnic_qp *rqp;
+	int ud;                       /* IBV_QPT_UD (else RC) */
 	struct ibv_qp_cap cap;        /* as created */
 	int sq_sig_all;
 	int is_ex;                    /* created with send ops: ibv_qp_to_qp_ex */
@@ -145,6 +152,7 @@ static inline struct verbs_mr *to_vmr(struct ibv_mr *m) { return (struct verbs_m
 static inline struct verbs_cq *to_vcq(struct ibv_cq *c) { return (struct verbs_cq *)c; }
 static inline struct verbs_qp *to_vqp(struct ibv_qp *q) { return (struct verbs_qp *)q; }
 static inline struct verbs_srq *to_vsrq(struct ibv_srq *s) { return (struct verbs_srq *)s; }
+static inline struct verbs_ah *to_vah(struct ibv_ah *a) { return (struct verbs_ah *)a; }
 static inline struct verbs_channel *to_vch(struct ibv_comp_channel *c)
 {
 	return (struct verbs_channel *)c;

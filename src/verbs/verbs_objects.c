@@ -319,8 +319,9 @@ VERBS_EXPORT void ibv_ack_cq_events(struct ibv_cq *cq, unsigned int nevents)
 /* ---- queue pairs ---------------------------------------------------------- */
 
 /* Modify masks: IBV_QP_* to RNIC_QP_*.  CUR_STATE is checked by the
- * caller; alternate paths, migration, SQD notification, Q_Key, capacity
- * and rate limits do not apply to this RC device. */
+ * caller; alternate paths, migration, SQD notification, capacity and rate
+ * limits do not apply to this device.  Which masks a transition takes,
+ * for RC or UD, is the RNIC's table (rnic_qp.c). */
 int verbs_to_rnic_mask(int m, int *out)
 {
 	static const struct { int ibv, rnic; } map[] = {
@@ -339,6 +340,7 @@ int verbs_to_rnic_mask(int m, int *out)
 		{ IBV_QP_SQ_PSN, RNIC_QP_SQ_PSN },
 		{ IBV_QP_MAX_DEST_RD_ATOMIC, RNIC_QP_MAX_DEST_RD_ATOMIC },
 		{ IBV_QP_DEST_QPN, RNIC_QP_DEST_QPN },
+		{ IBV_QP_QKEY, RNIC_QP_QKEY },
 	};
 	int r = 0;
 
@@ -404,7 +406,7 @@ struct ibv_qp *verbs_create_qp_ex(struct ibv_context *context, struct ibv_qp_ini
 		errno = EINVAL;
 		return NULL;
 	}
-	if (a->qp_type != IBV_QPT_RC ||
+	if ((a->qp_type != IBV_QPT_RC && a->qp_type != IBV_QPT_UD) ||
 	    ((a->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) && (a->send_ops_flags & ~ops_ok))) {
 		errno = EOPNOTSUPP;
 		return NULL;
@@ -418,6 +420,8 @@ struct ibv_qp *verbs_create_qp_ex(struct ibv_context *context, struct ibv_qp_ini
 		errno = ENOMEM;
 		return NULL;
 	}
+	init.qp_type = a->qp_type == IBV_QPT_UD ? RNIC_QPT_UD : RNIC_QPT_RC;
+	qp->ud = a->qp_type == IBV_QPT_UD;
 	init.send_cq = to_vcq(a->send_cq)->rcq;
 	init.recv_cq = to_vcq(a->recv_cq)->rcq;
 	init.cap.max_send_wr = a->cap.max_send_wr;
@@ -459,7 +463,7 @@ struct ibv_qp *verbs_create_qp_ex(struct ibv_context *context, struct ibv_qp_ini
 	qp->qpx.qp_base.qp_num = rnic_qp_num(qp->rqp);
 	qp->qpx.qp_base.handle = qp->qpx.qp_base.qp_num;
 	qp->qpx.qp_base.state = IBV_QPS_RESET;
-	qp->qpx.qp_base.qp_type = IBV_QPT_RC;
+	qp->qpx.qp_base.qp_type = a->qp_type;
 	pthread_mutex_init(&qp->qpx.qp_base.mutex, NULL);
 	pthread_cond_init(&qp->qpx.qp_base.cond, NULL);
 	pthread_mutex_lock(&ctx->lock);
@@ -534,6 +538,7 @@ VERBS_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *a, int m
 	r.max_dest_rd_atomic = a->max_dest_rd_atomic;
 	r.min_rnr_timer = a->min_rnr_timer;
 	r.dest_qp_num = a->dest_qp_num;
+	r.qkey = a->qkey;
 	pthread_mutex_lock(&ctx->lock);
 	if ((mask & IBV_QP_CUR_STATE) &&
 	    to_rnic_state[a->cur_qp_state <= IBV_QPS_ERR ? a->cur_qp_state : IBV_QPS_SQD] !=
@@ -587,13 +592,14 @@ VERBS_EXPORT int ibv_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *a, int ma
 	a->max_rd_atomic = r.max_rd_atomic;
 	a->max_dest_rd_atomic = r.max_dest_rd_atomic;
 	a->min_rnr_timer = r.min_rnr_timer;
+	a->qkey = r.qkey;
 	a->cap = qp->cap;
 	init->cap = qp->cap;
 	init->sq_sig_all = qp->sq_sig_all;
 	init->srq = ibqp->srq;
 	init->send_cq = ibqp->send_cq;
 	init->recv_cq = ibqp->recv_cq;
-	init->qp_type = IBV_QPT_RC;
+	init->qp_type = qp->ud ? IBV_QPT_UD : IBV_QPT_RC;
 	init->qp_context = ibqp->qp_context;
 	return 0;
 }
@@ -619,6 +625,40 @@ VERBS_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 		pthread_cond_wait(&ibqp->cond, &ibqp->mutex);
 	pthread_mutex_unlock(&ibqp->mutex);
 	qp_destroy_parts(qp);
+	return 0;
+}
+
+/* ---- address handles -------------------------------------------------------- */
+
+/* For UD WRs: RoCE v2 needs the GRH, and the destination GID must be
+ * IPv4-mapped (the soft RNIC carries IPv4 only); anything else is EINVAL,
+ * which is also how UCX learns that GID 0 (link-local) cannot be used. */
+VERBS_EXPORT struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
+{
+	static const uint8_t v4_prefix[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+	struct verbs_ah *ah;
+
+	if (!attr->is_global || (attr->port_num != 0 && attr->port_num != 1) ||
+	    attr->grh.sgid_index != RNIC_GID_INDEX_V4 ||
+	    memcmp(attr->grh.dgid.raw, v4_prefix, sizeof(v4_prefix)) != 0) {
+		errno = EINVAL;
+		return NULL;
+	}
+	ah = calloc(1, sizeof(*ah));
+	if (!ah) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	memcpy(&ah->dip, attr->grh.dgid.raw + 12, 4);
+	ah->ah.context = pd->context;
+	ah->ah.pd = pd;
+	ah->ah.handle = ah->dip;
+	return &ah->ah;
+}
+
+VERBS_EXPORT int ibv_destroy_ah(struct ibv_ah *ah)
+{
+	free(to_vah(ah));
 	return 0;
 }
 

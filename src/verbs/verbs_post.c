@@ -19,10 +19,10 @@
 #define POLL_CHUNK 32
 
 static int send_wr_to_rnic(const struct ibv_send_wr *w, struct rnic_send_wr *r,
-			   struct rnic_sge *sge)
+			   struct rnic_sge *sge, int ud)
 {
 	if ((unsigned)w->opcode > IBV_WR_ATOMIC_FETCH_AND_ADD || w->num_sge < 0 ||
-	    w->num_sge > RNIC_MAX_SGE)
+	    w->num_sge > RNIC_MAX_SGE || (ud && !w->wr.ud.ah))
 		return EINVAL;
 	memset(r, 0, sizeof(*r));
 	r->wr_id = w->wr_id;
@@ -31,7 +31,11 @@ static int send_wr_to_rnic(const struct ibv_send_wr *w, struct rnic_send_wr *r,
 					 IBV_SEND_SOLICITED | IBV_SEND_INLINE);
 	if (w->opcode == IBV_WR_RDMA_WRITE_WITH_IMM || w->opcode == IBV_WR_SEND_WITH_IMM)
 		r->imm_data = be32toh(w->imm_data);
-	if (w->opcode >= IBV_WR_ATOMIC_CMP_AND_SWP) {
+	if (ud) {
+		r->ud_dip = to_vah(w->wr.ud.ah)->dip;
+		r->ud_qpn = w->wr.ud.remote_qpn;
+		r->ud_qkey = w->wr.ud.remote_qkey;
+	} else if (w->opcode >= IBV_WR_ATOMIC_CMP_AND_SWP) {
 		r->remote_addr = w->wr.atomic.remote_addr;
 		r->rkey = w->wr.atomic.rkey;
 		r->compare_add = w->wr.atomic.compare_add;
@@ -61,7 +65,7 @@ int verbs_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send
 		int n = 0;
 
 		for (; wr && n < POST_CHUNK; wr = wr->next, n++) {
-			err = send_wr_to_rnic(wr, &r[n], sge[n]);
+			err = send_wr_to_rnic(wr, &r[n], sge[n], qp->ud);
 			if (err)
 				break;
 			src[n] = wr;
@@ -158,6 +162,12 @@ static void wc_to_ibv(const struct rnic_wc *r, struct ibv_wc *w)
 	w->qp_num = r->qp_num;
 	w->src_qp = r->src_qp;
 	w->wc_flags = r->wc_flags & IBV_WC_WITH_IMM;
+	if (r->wc_flags & RNIC_WC_GRH) {
+		/* UD over RoCE v2: the GRH area holds the IPv4 header; as
+		 * RoCE providers do, sl says which (2: IPv4). */
+		w->wc_flags |= IBV_WC_GRH;
+		w->sl = 2;
+	}
 	if (r->wc_flags & RNIC_WC_WITH_IMM)
 		w->imm_data = htobe32(r->imm_data);
 }
@@ -401,7 +411,17 @@ static void wr_send_tso(struct ibv_qp_ex *q, void *hdr, uint16_t hdr_sz, uint16_
 
 static void wr_set_ud_addr(struct ibv_qp_ex *q, struct ibv_ah *ah, uint32_t qpn, uint32_t qkey)
 {
-	wr_unsupported(q);
+	struct rnic_send_wr *w = wr_last(q);
+
+	if (!w)
+		return;
+	if (!qpx_of(q)->ud || !ah) {
+		wr_unsupported(q);
+		return;
+	}
+	w->ud_dip = to_vah(ah)->dip;
+	w->ud_qpn = qpn;
+	w->ud_qkey = qkey;
 }
 
 static void wr_set_xrc_srqn(struct ibv_qp_ex *q, uint32_t srqn) { wr_unsupported(q); }

@@ -29,16 +29,6 @@ static void *refuse_ptr(void)
 	return NULL;
 }
 
-VERBS_EXPORT struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
-{
-	return refuse_ptr();
-}
-
-VERBS_EXPORT int ibv_destroy_ah(struct ibv_ah *ah)
-{
-	return EOPNOTSUPP;
-}
-
 VERBS_EXPORT int ibv_init_ah_from_wc(struct ibv_context *context, uint8_t port_num,
 				     struct ibv_wc *wc, struct ibv_grh *grh,
 				     struct ibv_ah_attr *ah_attr)

@@ -35,6 +35,7 @@ void ibv_copy_path_rec_to_kern(struct ib_user_path_rec *dst, struct ibv_sa_path_
 void ibv_copy_path_rec_from_kern(struct ibv_sa_path_rec *dst, struct ib_user_path_rec *src);
 
 #define BUF 65536
+#define RNIC_GRH_LEN_TEST 40   /* the GRH area before a UD receive's payload */
 #define DEADLINE_NS 3000000000ll
 
 struct env {
@@ -764,6 +765,124 @@ static void test_srq_limit(void **state)
 	assert_int_equal(ibv_destroy_srq(srq), 0);
 }
 
+/* UD QPs (what UCX wires up with): the kernel's transitions (INIT takes
+ * P_Key index, port and Q_Key), address handles for IPv4-mapped GIDs only,
+ * one datagram per WR of at most the MTU, a receive with the 40-byte GRH
+ * area (the sender's IPv4 header in its last 20 bytes), the sender's QPN
+ * and immediate data; a wrong Q_Key or no receive WQE drops the datagram. */
+#define UD_QKEY 0x1ee7a330u
+
+static struct ibv_qp *ud_qp(struct env *e)
+{
+	struct ibv_qp_init_attr ia = { .send_cq = e->cq, .recv_cq = e->cq, .qp_type = IBV_QPT_UD,
+				       .cap = { .max_send_wr = 8, .max_recv_wr = 8, .max_send_sge = 2,
+						.max_recv_sge = 1, .max_inline_data = 64 } };
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1, .qkey = UD_QKEY };
+	struct ibv_qp *qp = ibv_create_qp(e->pd, &ia);
+
+	assert_non_null(qp);
+	assert_int_equal(qp->qp_type, IBV_QPT_UD);
+	/* INIT without the Q_Key is refused, as the kernel refuses it */
+	assert_int_equal(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT), EINVAL);
+	assert_int_equal(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY), 0);
+	a.qp_state = IBV_QPS_RTR;
+	assert_int_equal(ibv_modify_qp(qp, &a, IBV_QP_STATE), 0);
+	a.qp_state = IBV_QPS_RTS;
+	a.sq_psn = 7;
+	assert_int_equal(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN), 0);
+	return qp;
+}
+
+static void ud_send(struct env *e, struct ibv_qp *from, struct ibv_ah *ah, uint32_t qpn, uint32_t qkey,
+		    uint32_t len)
+{
+	struct ibv_sge sg = { .addr = (uintptr_t)e->ba, .length = len, .lkey = e->ma->lkey };
+	struct ibv_send_wr wr = { .wr_id = 77, .sg_list = &sg, .num_sge = 1, .opcode = IBV_WR_SEND_WITH_IMM,
+				  .send_flags = IBV_SEND_SIGNALED, .imm_data = htobe32(0xabcd) }, *bad;
+	struct ibv_wc wc;
+
+	wr.wr.ud.ah = ah;
+	wr.wr.ud.remote_qpn = qpn;
+	wr.wr.ud.remote_qkey = qkey;
+	assert_int_equal(ibv_post_send(from, &wr, &bad), 0);
+	assert_int_equal(poll_n(e->cq, 1, &wc), 1);     /* complete when it leaves */
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	assert_int_equal(wc.opcode, IBV_WC_SEND);
+	assert_int_equal(wc.wr_id, 77);
+}
+
+static void test_ud(void **state)
+{
+	struct env *e = *state;
+	struct ibv_qp *ua = ud_qp(e), *ub = ud_qp(e);
+	struct ibv_ah_attr aa = { .is_global = 1, .port_num = 1 };
+	struct ibv_ah *ah;
+	struct ibv_qp_attr qa;
+	struct ibv_qp_init_attr qi;
+	struct ibv_wc wc;
+	uint8_t *rx = e->bb;
+
+	aa.grh.sgid_index = 0;                 /* the link-local GID: not routable here */
+	assert_int_equal(ibv_query_gid(e->ctx, 1, 0, &aa.grh.dgid), 0);
+	errno = 0;
+	assert_null(ibv_create_ah(e->pd, &aa));
+	assert_int_equal(errno, EINVAL);
+	aa.grh.sgid_index = 1;
+	aa.grh.dgid = e->gid;
+	ah = ibv_create_ah(e->pd, &aa);
+	assert_non_null(ah);
+	assert_int_equal(ibv_query_qp(ub, &qa, IBV_QP_QKEY, &qi), 0);
+	assert_int_equal(qa.qkey, UD_QKEY);
+	assert_int_equal(qi.qp_type, IBV_QPT_UD);
+
+	for (uint32_t i = 0; i < 100; i++)
+		e->ba[i] = (uint8_t)(i * 7);
+	/* no receive posted: dropped (UD has no RNR); the sender completes anyway */
+	ud_send(e, ua, ah, ub->qp_num, UD_QKEY, 100);
+	post_recv(ub, e->mb, rx, RNIC_GRH_LEN_TEST + 100, 5);
+	/* a wrong Q_Key: dropped, the WQE stays for the next one */
+	ud_send(e, ua, ah, ub->qp_num, UD_QKEY + 1, 100);
+	{
+		int64_t until = now_ns() + 50000000;
+
+		while (now_ns() < until)
+			assert_int_equal(ibv_poll_cq(e->cq, 1, &wc), 0);
+	}
+	ud_send(e, ua, ah, ub->qp_num, UD_QKEY, 100);
+	assert_int_equal(poll_n(e->cq, 1, &wc), 1);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	assert_int_equal(wc.opcode, IBV_WC_RECV);
+	assert_int_equal(wc.wr_id, 5);
+	assert_int_equal(wc.byte_len, RNIC_GRH_LEN_TEST + 100);
+	assert_int_equal(wc.src_qp, ua->qp_num);
+	assert_int_equal(wc.qp_num, ub->qp_num);
+	assert_true(wc.wc_flags & IBV_WC_GRH);
+	assert_true(wc.wc_flags & IBV_WC_WITH_IMM);
+	assert_int_equal(be32toh(wc.imm_data), 0xabcd);
+	for (int i = 0; i < 20; i++)
+		assert_int_equal(rx[i], 0);
+	assert_int_equal(rx[20], 0x45);                    /* the IPv4 header ... */
+	assert_int_equal(rx[29], 17);                      /* ... of a UDP packet ... */
+	assert_memory_equal(rx + 32, e->gid.raw + 12, 4);  /* ... from us ... */
+	assert_memory_equal(rx + 36, e->gid.raw + 12, 4);  /* ... to us */
+	for (uint32_t i = 0; i < 100; i++)
+		assert_int_equal(rx[RNIC_GRH_LEN_TEST + i], (uint8_t)(i * 7));
+	{       /* more than the MTU, and RDMA opcodes, are refused at post */
+		struct ibv_sge sg = { .addr = (uintptr_t)e->ba, .length = 5000, .lkey = e->ma->lkey };
+		struct ibv_send_wr wr = { .sg_list = &sg, .num_sge = 1, .opcode = IBV_WR_SEND }, *bad;
+
+		wr.wr.ud.ah = ah;
+		wr.wr.ud.remote_qpn = ub->qp_num;
+		assert_int_equal(ibv_post_send(ua, &wr, &bad), EINVAL);
+		wr.opcode = IBV_WR_RDMA_WRITE;
+		sg.length = 8;
+		assert_int_equal(ibv_post_send(ua, &wr, &bad), EINVAL);
+	}
+	assert_int_equal(ibv_destroy_ah(ah), 0);
+	assert_int_equal(ibv_destroy_qp(ua), 0);
+	assert_int_equal(ibv_destroy_qp(ub), 0);
+}
+
 /* The transport failing a QP raises IBV_EVENT_QP_FATAL on the async fd;
  * the application moving it to ERR does not. */
 static void test_async_qp_fatal(void **state)
@@ -842,11 +961,11 @@ static void test_completion_channel(void **state)
 static void test_refused_and_misc(void **state)
 {
 	struct env *e = *state;
-	struct ibv_qp_init_attr ud = { .send_cq = e->cq, .recv_cq = e->cq, .qp_type = IBV_QPT_UD,
+	struct ibv_qp_init_attr uc = { .send_cq = e->cq, .recv_cq = e->cq, .qp_type = IBV_QPT_UC,
 				       .cap = { .max_send_wr = 1, .max_recv_wr = 1 } };
 
 	errno = 0;
-	assert_null(ibv_create_qp(e->pd, &ud));
+	assert_null(ibv_create_qp(e->pd, &uc));
 	assert_int_equal(errno, EOPNOTSUPP);
 	assert_null(ibv_reg_mr_iova(e->pd, e->ba, 4096, 0x1000, IBV_ACCESS_LOCAL_WRITE));
 	assert_null(ibv_reg_mr(e->pd, e->ba, 4096, IBV_ACCESS_REMOTE_WRITE));   /* no LOCAL_WRITE */
@@ -893,6 +1012,7 @@ int main(void)
 		cmocka_unit_test(test_atomics_exactly_once_under_loss),
 		cmocka_unit_test_setup_teardown(test_srq, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_srq_limit, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_ud, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_async_qp_fatal, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_completion_channel, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_refused_and_misc, setup, teardown),
