@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Unmodified verbs programs in container tenants, through jakiro: Debian's
-# ibv_rc_pingpong, perftest and UCX's ucx_perftest over the drop-in libibverbs
+# ibv_rc_pingpong, perftest, UCX's ucx_perftest and Open MPI over the drop-in libibverbs
 # (`jakiro-lab exec --verbs`) between tenants on two hosts, each side once
 # as the server; their QPs count against the vNIC's qp_quota, and their
 # RDMA obeys the vNIC's DHTB rate through DCQCN.
@@ -63,8 +63,33 @@ if command -v ucx_perftest >/dev/null; then
 		ucx_perftest -x rc_verbs -d jk_eth0:1 -t put_bw -D zcopy -s 65536 -n 5000
 	pair "ucx_perftest rc_verbs am_lat 8 B, server on h2" blue2 blue1 10.0.0.2 "$FINAL" \
 		ucx_perftest -x rc_verbs -d jk_eth0:1 -t am_lat -s 8 -n 5000
+	pair "ucx_perftest UCP tag_lat over rc_v (UD wire-up), server on h1" blue1 blue2 10.0.0.1 "$FINAL" \
+		env UCX_TLS=rc_v,self ucx_perftest -t tag_lat -n 5000
 else
 	not_ok "ucx_perftest installed (scripts/install-deps --test)"
+fi
+
+# Open MPI (UCX pml over rc_v) across the two tenants: ping-pong and
+# allreduce (tests/verbs/mpi_pingpong.c), mpirun in blue1, a rank in each
+# tenant started through tests/verbs/nsrsh (TCP to mpirun goes through
+# jakiro too).
+if command -v mpirun >/dev/null && command -v mpicc >/dev/null &&
+   mpicc -O2 -o "$WORK/mpi_pingpong" "$(dirname "$0")/../verbs/mpi_pingpong.c"; then
+	nsrsh=$(cd "$(dirname "$0")/../verbs" && pwd)/nsrsh
+	ip netns exec "$LAB_PREFIX-blue1" unshare --uts sh -c 'hostname "$0"; exec "$@"' "$LAB_PREFIX-blue1" \
+		timeout 120 env UCX_TLS=rc_v,self UCX_LOG_LEVEL=info OMPI_MCA_pml=ucx OMPI_MCA_pml_ucx_devices=any \
+		OMPI_MCA_btl=self,tcp mpirun --allow-run-as-root --bind-to none --map-by node -np 2 \
+		--mca plm_rsh_agent "$nsrsh" --host "$LAB_PREFIX-blue1,$LAB_PREFIX-blue2" \
+		-x UCX_TLS -x UCX_LOG_LEVEL -x OMPI_MCA_pml -x OMPI_MCA_pml_ucx_devices -x OMPI_MCA_btl \
+		"$JAKIRO_BIN/jakiro-verbs" "$WORK/mpi_pingpong" 500 > "$WORK/mpi.out" 2>&1
+	if grep -q "^mpi ok" "$WORK/mpi.out" && [ "$(grep -c 'tag(rc_verbs/jk_eth0:1)' "$WORK/mpi.out")" -ge 2 ]; then
+		ok "Open MPI ping-pong and allreduce over UCX rc_verbs, tenants on two hosts: $(grep 'round trip' "$WORK/mpi.out")"
+	else
+		not_ok "Open MPI ping-pong and allreduce over UCX rc_verbs, tenants on two hosts" \
+			"$(grep -vE 'UCX  (INFO|DIAG)' "$WORK/mpi.out" | tail -5 | tr '\n' ' ')"
+	fi
+else
+	not_ok "Open MPI and mpicc installed (scripts/install-deps --test)"
 fi
 
 # qp_quota 4 on quota1: four QPs connect, eight do not (the flows past the

@@ -10,8 +10,10 @@
 #     put bandwidth (RDMA WRITE, zero-copy, 64 KiB), get (RDMA READ),
 #     active messages (SEND to an SRQ) latency and bandwidth, put latency,
 #     atomic add, fetch-and-add and compare-and-swap.
-# Not here (docs/verbs.md "UCX"): UCP tests (tag_lat) and Open MPI, which
-# wire up through ud_verbs: the soft RNIC has no UD QPs.
+#   - UCP over rc_v (RC lanes wired up through ud_verbs, UCX's auxiliary
+#     transport): tag latency and bandwidth, put bandwidth; and over ud_v
+#     alone (UD datagrams): tag latency.
+# Open MPI over the same: tests/verbs/mpi.sh.
 cd "$(dirname "$0")/../.." || exit 1
 . tests/rnic/lib.sh
 B=$BUILD/bin
@@ -60,3 +62,16 @@ rn_pair "put_lat 8 B" 1 "$U -t put_lat -s 8 -n 5000" "$U -t put_lat -s 8 -n 5000
 rn_pair "add_lat (atomic add)" 2 "$U -t add_lat -n 2000" "$U -t add_lat -n 2000" "$FINAL"
 rn_pair "fadd (atomic fetch-and-add)" 1 "$U -t fadd -n 2000" "$U -t fadd -n 2000" "$FINAL"
 rn_pair "cswap (atomic compare-and-swap)" 2 "$U -t cswap -n 2000" "$U -t cswap -n 2000" "$FINAL"
+
+# --- UCP: rc_verbs wired up through ud_verbs, and ud_verbs alone -------------------
+P="$V ucx_perftest"
+rn_pair "UCP tag_lat over rc_v (RC, UD wire-up), server in A" 1 "env UCX_TLS=rc_v,self $P -t tag_lat -n 5000" \
+	"env UCX_TLS=rc_v,self $P -t tag_lat -n 5000" "$FINAL"
+rn_pair "UCP tag_lat over rc_v, server in B" 2 "env UCX_TLS=rc_v,self $P -t tag_lat -n 5000" \
+	"env UCX_TLS=rc_v,self $P -t tag_lat -n 5000" "$FINAL"
+rn_pair "UCP tag_bw 64 KiB over rc_v" 1 "env UCX_TLS=rc_v,self $P -t tag_bw -s 65536 -n 2000" \
+	"env UCX_TLS=rc_v,self $P -t tag_bw -s 65536 -n 2000" "$FINAL"
+rn_pair "UCP ucp_put_bw 64 KiB over rc_v" 2 "env UCX_TLS=rc_v,self $P -t ucp_put_bw -s 65536 -n 2000" \
+	"env UCX_TLS=rc_v,self $P -t ucp_put_bw -s 65536 -n 2000" "$FINAL"
+rn_pair "UCP tag_lat over ud_v (UD datagrams alone)" 1 "env UCX_TLS=ud_v,self $P -t tag_lat -n 5000" \
+	"env UCX_TLS=ud_v,self $P -t tag_lat -n 5000" "$FINAL"

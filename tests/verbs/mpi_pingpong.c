@@ -1,0 +1,87 @@
+/* mpi_pingpong.c — a small MPI program for tests/verbs/mpi.sh: two ranks
+ * ping-pong messages of 8 B and 64 KiB (data checked each way), then an
+ * allreduce (sum of a vector whose result each rank can predict).  Prints
+ * the round-trip latency of the small message, the bandwidth of the large
+ * one, and "mpi ok" when everything matched; exits non-zero otherwise.
+ *   mpirun -np 2 mpi_pingpong [ITERATIONS]
+ */
+#include <mpi.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define BIG (64 * 1024)
+#define VEC 1024
+
+static int check(const uint8_t *buf, size_t n, uint8_t seed)
+{
+	for (size_t i = 0; i < n; i++)
+		if (buf[i] != (uint8_t)(seed + i * 13))
+			return 0;
+	return 1;
+}
+
+static void fill(uint8_t *buf, size_t n, uint8_t seed)
+{
+	for (size_t i = 0; i < n; i++)
+		buf[i] = (uint8_t)(seed + i * 13);
+}
+
+/* Round trips of n bytes; rank 0 sends first.  0 on success. */
+static int pingpong(int rank, uint8_t *buf, size_t n, int iters, double *usec)
+{
+	int peer = 1 - rank, ok = 1;
+	double t0 = MPI_Wtime();
+
+	for (int i = 0; i < iters && ok; i++) {
+		uint8_t seed = (uint8_t)(i * 2 + rank);
+
+		if (rank == 0) {
+			fill(buf, n, seed);
+			MPI_Send(buf, (int)n, MPI_BYTE, peer, 1, MPI_COMM_WORLD);
+			MPI_Recv(buf, (int)n, MPI_BYTE, peer, 2, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+			ok = check(buf, n, (uint8_t)(i * 2 + 1));
+		} else {
+			MPI_Recv(buf, (int)n, MPI_BYTE, peer, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+			ok = check(buf, n, (uint8_t)(i * 2));
+			fill(buf, n, seed);
+			MPI_Send(buf, (int)n, MPI_BYTE, peer, 2, MPI_COMM_WORLD);
+		}
+	}
+	*usec = (MPI_Wtime() - t0) * 1e6 / iters;
+	return ok ? 0 : 1;
+}
+
+int main(int argc, char **argv)
+{
+	int rank, size, iters = argc > 1 ? atoi(argv[1]) : 1000, bad = 0, all_bad = 0;
+	uint8_t *buf = malloc(BIG);
+	double small_us, big_us, in[VEC], out[VEC];
+
+	MPI_Init(&argc, &argv);
+	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+	MPI_Comm_size(MPI_COMM_WORLD, &size);
+	if (size != 2 || !buf || iters < 1) {
+		if (rank == 0)
+			fprintf(stderr, "mpi_pingpong: run with exactly 2 ranks\n");
+		MPI_Abort(MPI_COMM_WORLD, 2);
+	}
+	bad |= pingpong(rank, buf, 8, iters, &small_us);
+	bad |= pingpong(rank, buf, BIG, iters / 10 ? iters / 10 : 1, &big_us);
+	for (int i = 0; i < VEC; i++)
+		in[i] = (double)(rank + 1) * i;
+	MPI_Allreduce(in, out, VEC, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+	for (int i = 0; i < VEC; i++)
+		if (out[i] != 3.0 * i)       /* (1 + 2) * i */
+			bad = 1;
+	MPI_Allreduce(&bad, &all_bad, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+	if (rank == 0) {
+		printf("8 B round trip %.1f us, 64 KiB %.1f MB/s (two ways)\n", small_us,
+		       2.0 * BIG / big_us);
+		printf("%s\n", all_bad ? "mpi MISMATCH" : "mpi ok");
+	}
+	free(buf);
+	MPI_Finalize();
+	return all_bad;
+}
