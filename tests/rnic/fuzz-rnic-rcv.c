@@ -4,8 +4,9 @@
  *
  * Each input is a sequence of packets: [len:2][flags:1][bytes:len].  The
  * harness builds a valid IPv4/UDP header around the bytes (BTH onwards),
- * points the BTH at one of two QPs in RTS, optionally writes the QP's real
- * rkey into a RETH, and computes the ICRC, so the fuzzer reaches the
+ * points the BTH at one of two RC QPs in RTS or (flag 0x10) a UD QP,
+ * optionally writes the QP's real rkey into a RETH or (flag 0x20) its
+ * Q_Key into a DETH, and computes the ICRC, so the fuzzer reaches the
  * transport rather than stopping at the checksum; flag bit 0 breaks the
  * ICRC on purpose.  A fresh device (no sockets: transmit fails and is
  * counted) serves each input; time advances 1 ms per packet so timers fire.
@@ -86,13 +87,49 @@ static struct rnic_qp *make_qp(struct rnic_dev *dev, struct rnic_pd *pd, struct 
 	return qp;
 }
 
+#define UD_QKEY 0x1ee7a330u
+
+/* A UD QP in RTS with receives of two sizes (one too small for a GRH and
+ * a full packet) and a datagram of its own to send. */
+static struct rnic_qp *make_ud_qp(struct rnic_pd *pd, struct rnic_cq *cq, struct rnic_mr *mr)
+{
+	struct rnic_qp_init_attr ia = { .qp_type = RNIC_QPT_UD, .send_cq = cq, .recv_cq = cq,
+		.cap = { .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1 } };
+	struct rnic_qp_attr a = { .qp_state = RNIC_QPS_INIT, .port_num = 1, .qkey = UD_QKEY };
+	struct rnic_qp *qp;
+
+	if (rnic_create_qp(pd, &ia, &qp))
+		abort();
+	rnic_modify_qp(qp, &a, RNIC_QP_STATE | RNIC_QP_PKEY_INDEX | RNIC_QP_PORT | RNIC_QP_QKEY);
+	a.qp_state = RNIC_QPS_RTR;
+	rnic_modify_qp(qp, &a, RNIC_QP_STATE);
+	a.qp_state = RNIC_QPS_RTS;
+	a.sq_psn = 5;
+	rnic_modify_qp(qp, &a, RNIC_QP_STATE | RNIC_QP_SQ_PSN);
+	for (int k = 0; k < 3; k++) {
+		struct rnic_sge sg = { (uintptr_t)mem[0] + 8192 + k * 8192, k ? 8192 : 48, rnic_mr_lkey(mr) };
+		struct rnic_recv_wr rw = { .wr_id = 100 + k, .sg_list = &sg, .num_sge = 1 }, *rb;
+
+		rnic_post_recv(qp, &rw, &rb);
+	}
+	{
+		struct rnic_sge sg = { (uintptr_t)mem[1], 200, rnic_mr_lkey(mr) };
+		struct rnic_send_wr sw = { .wr_id = 9, .sg_list = &sg, .num_sge = 1, .opcode = RNIC_WR_SEND,
+					   .send_flags = RNIC_SEND_SIGNALED, .ud_dip = REMOTE_IP,
+					   .ud_qpn = 0x77, .ud_qkey = UD_QKEY }, *sb;
+
+		rnic_post_send(qp, &sw, &sb);
+	}
+	return qp;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct rnic_dev *dev = make_dev();
 	struct rnic_pd *pd;
 	struct rnic_cq *cq;
 	struct rnic_mr *mr;
-	struct rnic_qp *qp[2];
+	struct rnic_qp *qp[3];
 	uint64_t now = 1000000000ull;
 	struct rnic_wc wc[64];
 
@@ -103,6 +140,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		    RNIC_ACCESS_REMOTE_READ, &mr);
 	qp[0] = make_qp(dev, pd, cq, mr, 0);
 	qp[1] = make_qp(dev, pd, cq, mr, 1);
+	qp[2] = make_ud_qp(pd, cq, mr);
 	rnic_progress(dev, now);
 
 	while (size >= 3) {
@@ -126,13 +164,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		paylen = (uint32_t)len;
 		if (paylen >= sizeof(struct rnic_bth)) {
 			struct rnic_bth *b = (struct rnic_bth *)bth;
-			uint32_t qpn = rnic_qp_num(qp[flags >> 1 & 1]);
+			uint32_t qpn = rnic_qp_num(qp[(flags & 0x10) ? 2 : flags >> 1 & 1]);
 
 			b->fqpn = rn_put32((rn_get32(b->fqpn) & ~BTH_QPN_MASK) | qpn);
 			op = &rnic_opcode[b->opcode];
 			if ((flags & 4) && (op->mask & RNIC_RETH) && paylen >= op->length)
 				((struct rnic_reth *)(bth + op->offset[RNIC_EXT_RETH]))->rkey =
 					rn_put32(rnic_mr_rkey(mr));
+			if ((flags & 0x20) && (op->mask & RNIC_DETH) && paylen >= op->length)
+				((struct rnic_deth *)(bth + op->offset[RNIC_EXT_DETH]))->qkey = rn_put32(UD_QKEY);
 		}
 		rf_ipudp(frame, paylen, (flags & 8) ? RNIC_ECN_CE : RNIC_ECN_ECT0, REMOTE_IP, LOCAL_IP);
 		rf_icrc(frame, paylen, flags & 1);
@@ -161,6 +201,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	rnic_destroy_qp(qp[0]);
 	rnic_destroy_qp(qp[1]);
+	rnic_destroy_qp(qp[2]);
 	rnic_dereg_mr(mr);
 	rnic_destroy_cq(cq);
 	rnic_dealloc_pd(pd);
