@@ -20,10 +20,11 @@ static const uint8_t known[] = {
 	RC_RDMA_READ_RESPONSE_FIRST, RC_RDMA_READ_RESPONSE_MIDDLE,
 	RC_RDMA_READ_RESPONSE_LAST, RC_RDMA_READ_RESPONSE_ONLY, RC_ACKNOWLEDGE, RNIC_CNP,
 	RC_ATOMIC_ACKNOWLEDGE, RC_COMPARE_SWAP, RC_FETCH_ADD,
+	UD_SEND_ONLY, UD_SEND_ONLY_WITH_IMMEDIATE,
 };
 
 /* Header lengths from the IB spec: BTH 12, RETH 16, AETH 4, ImmDt 4,
- * AtomicETH 28, AtomicAckETH 8. */
+ * AtomicETH 28, AtomicAckETH 8, DETH 8. */
 static void test_lengths(void **state)
 {
 	assert_int_equal(rnic_opcode[RC_SEND_ONLY].length, 12);
@@ -41,7 +42,11 @@ static void test_lengths(void **state)
 	assert_int_equal(rnic_opcode[RC_ATOMIC_ACKNOWLEDGE].length, 24);
 	assert_int_equal(rnic_opcode[RC_ATOMIC_ACKNOWLEDGE].offset[RNIC_EXT_ATMACK], 16);
 	assert_int_equal(rnic_opcode[0x15].mask, 0);       /* RC reserved */
-	assert_int_equal(rnic_opcode[0x64].mask, 0);       /* UD */
+	assert_int_equal(rnic_opcode[UD_SEND_ONLY].length, 20);
+	assert_int_equal(rnic_opcode[UD_SEND_ONLY_WITH_IMMEDIATE].length, 24);
+	assert_int_equal(rnic_opcode[UD_SEND_ONLY_WITH_IMMEDIATE].offset[RNIC_EXT_IMMDT], 20);
+	assert_int_equal(rnic_opcode[0x66].mask, 0);       /* UD reserved */
+	assert_int_equal(rnic_opcode[0x24].mask, 0);       /* UC: not offered */
 }
 
 static void test_roundtrip_every_opcode(void **state)
@@ -53,7 +58,7 @@ static void test_roundtrip_every_opcode(void **state)
 			.psn = 0xfedcba, .va = 0x0123456789abcdefull, .rkey = 0xdeadbeef,
 			.dma_len = 0x10000, .syndrome = 0x1f, .msn = 0x123456, .imm = 0xcafef00d,
 			.swap_add = 0x1122334455667788ull, .compare = 0x99aabbccddeeff00ull,
-			.orig = 0x0102030405060708ull,
+			.orig = 0x0102030405060708ull, .qkey = 0x1ee7a330, .src_qpn = 0x123456,
 		};
 		uint8_t buf[RNIC_MAX_HDR + 64];
 		struct rnic_pkt pkt;
@@ -93,6 +98,10 @@ static void test_roundtrip_every_opcode(void **state)
 		}
 		if (op->mask & RNIC_ATMACK)
 			assert_true(pkt_atmack_orig(&pkt) == 0x0102030405060708ull);
+		if (op->mask & RNIC_DETH) {
+			assert_int_equal(rn_get32(pkt_deth(&pkt)->qkey), 0x1ee7a330);
+			assert_int_equal(rn_get32(pkt_deth(&pkt)->sqp), 0x123456);
+		}
 	}
 }
 
