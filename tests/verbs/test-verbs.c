@@ -729,10 +729,6 @@ static void test_srq_limit(void **state)
 	assert_int_equal(ibv_modify_srq(srq, &attr, IBV_SRQ_LIMIT), EINVAL);
 	attr.max_wr = 32;
 	assert_int_equal(ibv_modify_srq(srq, &attr, IBV_SRQ_MAX_WR), EOPNOTSUPP);
-	attr.srq_limit = 3;
-	assert_int_equal(ibv_modify_srq(srq, &attr, IBV_SRQ_LIMIT), 0);
-	assert_int_equal(ibv_query_srq(srq, &attr), 0);
-	assert_int_equal(attr.srq_limit, 3);
 	ia.srq = srq;
 	r1 = ibv_create_qp(e->pd, &ia);
 	assert_non_null(r1);
@@ -743,6 +739,10 @@ static void test_srq_limit(void **state)
 
 		assert_int_equal(ibv_post_srq_recv(srq, &wr, &bad), 0);
 	}
+	attr.srq_limit = 3;                       /* armed above it: 4 posted */
+	assert_int_equal(ibv_modify_srq(srq, &attr, IBV_SRQ_LIMIT), 0);
+	assert_int_equal(ibv_query_srq(srq, &attr), 0);
+	assert_int_equal(attr.srq_limit, 3);
 	srq_send(e, 1);                           /* 3 left: not below 3 */
 	assert_int_equal(poll(&p, 1, 50), 0);
 	srq_send(e, 1);                           /* 2 left: below */
