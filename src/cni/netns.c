@@ -1,8 +1,9 @@
 /* netns.c — work inside the container's network namespace: the IPAM
- * result's routes (rtnetlink through libmnl, as jakirod's nl.c), and
+ * result's routes (rtnetlink through libmnl, sent by jakirod's nl.c), and
  * CHECK's look at the interface.  The process enters the namespace for
  * the step and returns to its own before anything else. */
 #include "cni/cni.h"
+#include "daemon/nl.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -17,7 +18,6 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
 struct ns_step {
@@ -52,38 +52,6 @@ static int in_netns(const char *path, int (*step)(struct ns_step *), struct ns_s
 	return r;
 }
 
-/* One request, acknowledged: 0 or -errno. */
-static int nl_request(struct nlmsghdr *nlh)
-{
-	char buf[MNL_SOCKET_BUFFER_SIZE];
-	struct mnl_socket *nl = mnl_socket_open(NETLINK_ROUTE);
-	unsigned seq = (unsigned)time(NULL), portid;
-	int r;
-
-	if (!nl)
-		return -errno;
-	if (mnl_socket_bind(nl, 0, MNL_SOCKET_AUTOPID) < 0) {
-		r = -errno;
-		goto out;
-	}
-	portid = mnl_socket_get_portid(nl);
-	nlh->nlmsg_flags |= NLM_F_REQUEST | NLM_F_ACK;
-	nlh->nlmsg_seq = seq;
-	if (mnl_socket_sendto(nl, nlh, nlh->nlmsg_len) < 0) {
-		r = -errno;
-		goto out;
-	}
-	r = (int)mnl_socket_recvfrom(nl, buf, sizeof(buf));
-	if (r < 0) {
-		r = -errno;
-		goto out;
-	}
-	r = mnl_cb_run(buf, (size_t)r, seq, portid, NULL, NULL) < 0 ? -errno : 0;
-out:
-	mnl_socket_close(nl);
-	return r;
-}
-
 static int route_add(unsigned ifindex, const struct cni_route *rt)
 {
 	char buf[MNL_SOCKET_BUFFER_SIZE];
@@ -104,7 +72,7 @@ static int route_add(unsigned ifindex, const struct cni_route *rt)
 	if (rt->gw)
 		mnl_attr_put_u32(nlh, RTA_GATEWAY, htonl(rt->gw));
 	mnl_attr_put_u32(nlh, RTA_OIF, ifindex);
-	return nl_request(nlh);
+	return jk_nl_request(nlh);
 }
 
 static int routes_step(struct ns_step *s)

@@ -14,8 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
-/* Sends one request and waits for its acknowledgement. */
-static int nl_request(struct nlmsghdr *nlh)
+int jk_nl_request(struct nlmsghdr *nlh)
 {
 	char buf[MNL_SOCKET_BUFFER_SIZE];
 	struct mnl_socket *nl = mnl_socket_open(NETLINK_ROUTE);
@@ -68,7 +67,7 @@ int jk_nl_link_move(const char *ifname, int netns_fd)
 	if (!nlh)
 		return -ENODEV;
 	mnl_attr_put_u32(nlh, IFLA_NET_NS_FD, (uint32_t)netns_fd);
-	return nl_request(nlh);
+	return jk_nl_request(nlh);
 }
 
 int jk_nl_link_setup(const char *ifname, const char *newname, const uint8_t *mac, uint16_t mtu)
@@ -89,7 +88,7 @@ int jk_nl_link_setup(const char *ifname, const char *newname, const uint8_t *mac
 		mnl_attr_put_u32(nlh, IFLA_TXQLEN, JK_TAP_TXQLEN);
 	ifm->ifi_flags = IFF_UP;
 	ifm->ifi_change = IFF_UP;
-	return nl_request(nlh);
+	return jk_nl_request(nlh);
 }
 
 int jk_nl_addr_add(const char *ifname, uint32_t ip, uint8_t prefix_len)
@@ -111,7 +110,7 @@ int jk_nl_addr_add(const char *ifname, uint32_t ip, uint8_t prefix_len)
 	ifa->ifa_index = idx;
 	mnl_attr_put_u32(nlh, IFA_LOCAL, be);
 	mnl_attr_put_u32(nlh, IFA_ADDRESS, be);
-	return nl_request(nlh);
+	return jk_nl_request(nlh);
 }
 
 int jk_netns_open(const char *name)

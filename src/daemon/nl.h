@@ -9,6 +9,12 @@
 
 #include <stdint.h>
 
+struct nlmsghdr;
+
+/* Sends one rtnetlink request (flags REQUEST | ACK added) on a socket of
+ * its own and waits for the acknowledgement.  Also jakiro-cni's. */
+int jk_nl_request(struct nlmsghdr *nlh);
+
 /* Moves interface `ifname` (in the current namespace) into the namespace
  * open at `netns_fd`. */
 int jk_nl_link_move(const char *ifname, int netns_fd);
