@@ -4,6 +4,9 @@
 #                 $NS1 ($IP1 on $IF1) and $NS2 ($IP2 on $IF2).  Names carry a
 #                 per-run prefix; rn_cleanup (trap EXIT) removes exactly them.
 #                 The root namespace is never touched.
+# rn_name_eth0    renames both ends to eth0 (UCX and MPI tests: a UCT test
+#                 runs on the device the client names, jk_eth0 on both
+#                 sides) and waits until both have carrier again.
 # rn_wait_port NS PORT [SECONDS]   waits until a TCP port listens in NS.
 # rn_bg NS LOG CMD...              runs CMD in NS in the background; the pid
 #                                  is remembered for rn_cleanup.
@@ -61,6 +64,22 @@ rn_setup() {
 	ip -n "$NS2" link set lo up
 	ip -n "$NS1" addr add "$IP1/24" dev "$IF1"
 	ip -n "$NS2" addr add "$IP2/24" dev "$IF2"
+}
+
+rn_name_eth0() {
+	local ns if end
+	for ns in "$NS1" "$NS2"; do
+		if=$IF1; [ "$ns" = "$NS2" ] && if=$IF2
+		ip -n "$ns" link set "$if" down && ip -n "$ns" link set "$if" name eth0 &&
+			ip -n "$ns" link set eth0 up || { not_ok "eth0 named and up in $ns"; return 1; }
+	done
+	for ns in "$NS1" "$NS2"; do   # carrier back on both ends (a deadline, not a sleep)
+		end=$((SECONDS + 10))
+		until ip -n "$ns" link show eth0 | grep -q LOWER_UP; do
+			[ $SECONDS -lt $end ] || { not_ok "eth0 up in $ns"; return 1; }
+			sleep 0.05
+		done
+	done
 }
 
 rn_wait_port() {

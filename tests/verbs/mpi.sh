@@ -14,17 +14,7 @@ for t in mpirun mpicc ucx_info unshare; do
 done
 [ -x "$V" ] || { echo "# $V missing (make)"; exit 77; }
 rn_setup 1500
-for ns in "$NS1" "$NS2"; do
-	if="$IF1"; [ "$ns" = "$NS2" ] && if="$IF2"
-	ip -n "$ns" link set "$if" down && ip -n "$ns" link set "$if" name eth0 && ip -n "$ns" link set eth0 up
-done
-for ns in "$NS1" "$NS2"; do
-	end=$((SECONDS + 10))
-	until ip -n "$ns" link show eth0 | grep -q LOWER_UP; do
-		[ $SECONDS -lt $end ] || { not_ok "eth0 up in $ns"; exit 1; }
-		sleep 0.05
-	done
-done
+rn_name_eth0 || exit 1
 mpicc -O2 -o "$RN_TMP/mpi_pingpong" tests/verbs/mpi_pingpong.c && ok "mpi_pingpong built with mpicc" ||
 	{ not_ok "mpi_pingpong built with mpicc"; exit 1; }
 

@@ -23,17 +23,7 @@ for t in ucx_perftest ucx_info unshare; do
 done
 [ -x "$V" ] && [ -e "$BUILD/lib/verbs/libibverbs.so.1" ] || { echo "# $V missing (make)"; exit 77; }
 rn_setup 1500
-for ns in "$NS1" "$NS2"; do
-	if="$IF1"; [ "$ns" = "$NS2" ] && if="$IF2"
-	ip -n "$ns" link set "$if" down && ip -n "$ns" link set "$if" name eth0 && ip -n "$ns" link set eth0 up
-done
-for ns in "$NS1" "$NS2"; do   # carrier back on both ends (a deadline, not a sleep)
-	end=$((SECONDS + 10))
-	until ip -n "$ns" link show eth0 | grep -q LOWER_UP; do
-		[ $SECONDS -lt $end ] || { not_ok "eth0 up in $ns"; exit 1; }
-		sleep 0.05
-	done
-done
+rn_name_eth0 || exit 1
 host_dev_before=$(ls -d /dev/infiniband 2>/dev/null)
 
 # --- discovery ------------------------------------------------------------------
