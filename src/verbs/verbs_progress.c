@@ -92,46 +92,35 @@ void verbs_notify_cqs(struct verbs_ctx *ctx)
 	}
 }
 
-/* Queues one event; its element set by the caller's union member. */
-static struct ibv_async_event *async_push(struct verbs_ctx *ctx, enum ibv_event_type type)
+/* Queues one event (dropped if VERBS_ASYNC_QUEUE are unread). */
+static void async_push(struct verbs_ctx *ctx, const struct ibv_async_event *ev)
 {
-	struct ibv_async_event *ev = NULL;
 	uint64_t one = 1;
 
 	pthread_mutex_lock(&ctx->async_mu);
 	if (ctx->async_head - ctx->async_tail < VERBS_ASYNC_QUEUE) {
-		ev = &ctx->async_q[ctx->async_head++ % VERBS_ASYNC_QUEUE];
-		ev->event_type = type;
-		ev->element.qp = NULL;
+		ctx->async_q[ctx->async_head++ % VERBS_ASYNC_QUEUE] = *ev;
 		(void)!write(ctx->vctx.context.async_fd, &one, sizeof(one));
 	}
-	return ev;                        /* async_mu held: the caller sets the element */
+	pthread_mutex_unlock(&ctx->async_mu);
 }
 
 void verbs_notify_async(struct verbs_ctx *ctx)
 {
 	for (struct verbs_qp *qp = ctx->qps; qp; qp = qp->next) {
-		struct ibv_async_event *ev;
-
 		if (qp->err_seen || rnic_qp_state(qp->rqp) != RNIC_QPS_ERR)
 			continue;
 		qp->err_seen = 1;
 		qp->qpx.qp_base.state = IBV_QPS_ERR;
-		ev = async_push(ctx, IBV_EVENT_QP_FATAL);
-		if (ev)
-			ev->element.qp = &qp->qpx.qp_base;
-		pthread_mutex_unlock(&ctx->async_mu);
+		async_push(ctx, &(struct ibv_async_event){ .element.qp = &qp->qpx.qp_base,
+							   .event_type = IBV_EVENT_QP_FATAL });
 	}
 	for (struct verbs_srq *srq = ctx->srqs; srq; srq = srq->next) {
-		struct ibv_async_event *ev;
-
 		if (!srq->limit || rnic_srq_posted(srq->rsrq) >= srq->limit)
 			continue;
 		srq->limit = 0;               /* one event per arming, as the spec says */
-		ev = async_push(ctx, IBV_EVENT_SRQ_LIMIT_REACHED);
-		if (ev)
-			ev->element.srq = &srq->srq;
-		pthread_mutex_unlock(&ctx->async_mu);
+		async_push(ctx, &(struct ibv_async_event){ .element.srq = &srq->srq,
+							   .event_type = IBV_EVENT_SRQ_LIMIT_REACHED });
 	}
 }
 
