@@ -120,6 +120,14 @@ static int send_data(struct rnic_qp *qp, struct rnic_swqe *w, uint64_t now_ns)
 	return 0;
 }
 
+/* UD: completes the oldest WQE (sent, or refused when posted). */
+static void ud_complete(struct rnic_qp *qp, struct rnic_swqe *w, enum rnic_wc_status st)
+{
+	rnic_comp_send_wc(qp, w, st, st != RNIC_WC_SUCCESS);
+	qp->sq_tail++;
+	qp->req.idx = qp->sq_tail;
+}
+
 /* UD: each WQE is one datagram to the QP its WR named, complete when it
  * leaves (nothing acknowledges it).  A Q_Key with its high bit set means
  * the QP's own (IBA 10.2.5). */
@@ -146,9 +154,7 @@ static int send_ud(struct rnic_qp *qp, struct rnic_swqe *w, uint64_t now_ns)
 	rnic_tx_put(dev, t, hl, npay, w->len, w->ud_dip);
 	qp->tx_bytes += w->len;
 	qp->req.psn = psn_add(qp->req.psn, 1);
-	rnic_comp_send_wc(qp, w, RNIC_WC_SUCCESS, 0);
-	qp->sq_tail++;
-	qp->req.idx = qp->sq_tail;
+	ud_complete(qp, w, RNIC_WC_SUCCESS);
 	return 0;
 }
 
@@ -160,9 +166,7 @@ static int ud_tx(struct rnic_qp *qp, uint64_t now_ns, int budget)
 		struct rnic_swqe *w = sq_wqe(qp, qp->req.idx);
 
 		if (w->status != RNIC_WC_SUCCESS) {
-			rnic_comp_send_wc(qp, w, (enum rnic_wc_status)w->status, 1);
-			qp->sq_tail++;
-			qp->req.idx = qp->sq_tail;
+			ud_complete(qp, w, (enum rnic_wc_status)w->status);
 			continue;
 		}
 		if (send_ud(qp, w, now_ns)) {

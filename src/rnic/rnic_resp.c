@@ -61,6 +61,16 @@ static void fatal(struct rnic_qp *qp, uint8_t code, const struct rnic_pkt *pkt,
 	rnic_qp_error(qp, RNIC_WC_WR_FLUSH_ERR);
 }
 
+/* Completes the receive WQE the message holds and gives it back. */
+static void rwqe_complete(struct rnic_qp *qp, const struct rnic_wc *wc)
+{
+	rnic_cq_push(qp->rcq, wc);
+	if (qp->srq)
+		qp->resp.srq_held = 0;
+	else
+		qp->rq_tail++;
+}
+
 static void recv_wc(struct rnic_qp *qp, struct rnic_rwqe *w, enum rnic_wc_status st,
 		    enum rnic_wc_opcode op, uint32_t len, const struct rnic_pkt *pkt)
 {
@@ -77,11 +87,7 @@ static void recv_wc(struct rnic_qp *qp, struct rnic_rwqe *w, enum rnic_wc_status
 		wc.imm_data = pkt_imm(pkt);
 		wc.wc_flags |= RNIC_WC_WITH_IMM;
 	}
-	rnic_cq_push(qp->rcq, &wc);
-	if (qp->srq)
-		qp->resp.srq_held = 0;
-	else
-		qp->rq_tail++;
+	rwqe_complete(qp, &wc);
 }
 
 /* Resolves [va, va+len) through rkey for the access acc; NULL if denied.
@@ -228,11 +234,7 @@ void rnic_resp_ud(struct rnic_qp *qp, struct rnic_pkt *pkt, const uint8_t *ipudp
 	else if (rnic_sg_copy_in(w->sg, w->num_sge, 0, grh, RNIC_GRH_LEN) ||
 		 rnic_sg_copy_in(w->sg, w->num_sge, RNIC_GRH_LEN, pkt->payload, pkt->payload_len))
 		wc.status = RNIC_WC_LOC_LEN_ERR;
-	rnic_cq_push(qp->rcq, &wc);
-	if (qp->srq)
-		qp->resp.srq_held = 0;
-	else
-		qp->rq_tail++;
+	rwqe_complete(qp, &wc);
 }
 
 static void do_write(struct rnic_qp *qp, struct rnic_pkt *pkt)
