@@ -36,7 +36,7 @@ static int call(const char *socket_path, json_t *req, json_t **reply, struct cni
 	struct sockaddr_un sun = { .sun_family = AF_UNIX };
 	struct timeval tv = { .tv_sec = CLIENT_TIMEOUT_S };
 	char *text = json_dumps(req, JSON_COMPACT), *buf = NULL;
-	size_t cap = 1 << 16, len = 0;
+	size_t len = 0;
 	json_error_t jerr;
 	int fd = -1, r = 0;
 
@@ -58,28 +58,11 @@ static int call(const char *socket_path, json_t *req, json_t **reply, struct cni
 		r = cni_fail(e, CNI_ERR_TRY_AGAIN, "socket: cannot send to jakirod: %s", strerror(errno));
 		goto out;
 	}
-	buf = malloc(cap);
-	while (buf) {
-		ssize_t n;
-
-		if (len + 1 >= cap) {
-			char *bigger = cap < CLIENT_MAX_REPLY ? realloc(buf, cap * 2) : NULL;
-
-			if (!bigger)
-				break;
-			buf = bigger;
-			cap *= 2;
-		}
-		n = read(fd, buf + len, cap - len - 1);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		len += (size_t)n;
-	}
+	buf = cni_read_all(fd, CLIENT_MAX_REPLY, &len);
 	*reply = buf ? json_loadb(buf, len, JSON_DISABLE_EOF_CHECK, &jerr) : NULL;
 	if (!*reply || !json_is_object(*reply))
-		r = cni_fail(e, CNI_ERR_TRY_AGAIN, "socket: no reply from jakirod (%s)", buf ? jerr.text : "no memory");
+		r = cni_fail(e, CNI_ERR_TRY_AGAIN, "socket: no reply from jakirod (%s)",
+			     buf ? jerr.text : "read failed, or too long");
 out:
 	if (fd >= 0)
 		close(fd);
