@@ -31,11 +31,15 @@ void jk_dhtb_params_default(struct jk_dhtb_params *p, uint64_t rate_bps)
 	 * instead, and the root (what leaves at once after idle) is as set. */
 	p->rdma_bank = 5;
 	/* RDMA's virtual queue: marking from 20 us to 1 ms of debt at the rate,
-	 * graded up to 20 %; the ceiling at 100 times that. */
+	 * graded up to 20 %; the ceiling at 100 ms of the rate (at least 10
+	 * Kmax).  It was 100 Kmax, which the floors on Kmin and Kmax made
+	 * 320 ms at 30 Mbit/s and ~1 s at 10: a QP starting at line rate ran
+	 * a debt that deep and repaid it for seconds, at 95 % of the rate
+	 * (tests/sim). */
 	p->mark_kmin = (uint32_t)(bytes_per_ms / 50 > 3000 ? bytes_per_ms / 50 : 3000);
 	p->mark_kmax = (uint32_t)(bytes_per_ms > 4 * p->mark_kmin ? bytes_per_ms : 4 * p->mark_kmin);
 	p->mark_pmax_ppm = 200000;
-	p->ceiling = 100 * p->mark_kmax;
+	p->ceiling = (uint32_t)(100 * bytes_per_ms > 10 * p->mark_kmax ? 100 * bytes_per_ms : 10 * p->mark_kmax);
 	/* Marks only while the debt grows (docs/dhtb.md): the trend is
 	 * read over 200 us, or the time the rate takes for two 16 KiB pacing
 	 * bursts of the soft RNIC when longer, so one burst is no trend. */
