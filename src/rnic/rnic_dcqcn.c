@@ -15,6 +15,8 @@
 #define NS_PER_SEC       1000000000ull
 #define RNIC_BURST_MIN   (16 * 1024)
 #define RNIC_BURST_NS    20000ull
+#define RNIC_QUANTUM_NS  100000ull   /* a held QP goes again with this much at Rc ... */
+#define RNIC_QUANTUM_MAX (64 * 1024) /* ... at most: one GSO batch */
 #define RNIC_TICK_MAX    64          /* timer events caught up per tick */
 #define RNIC_MEAS_NS     100000ull   /* sending-rate measurement window */
 
@@ -41,11 +43,21 @@ void rnic_dcqcn_defaults(struct rnic_dcqcn_params *p)
 static uint64_t min_u64(uint64_t a, uint64_t b) { return a < b ? a : b; }
 static uint64_t max_u64(uint64_t a, uint64_t b) { return a > b ? a : b; }
 
+static uint64_t bytes_at_rc(const struct rnic_dcqcn_rp *rp, uint64_t ns)
+{
+	return (uint64_t)((unsigned __int128)rp->rc * ns / (8 * NS_PER_SEC));
+}
+
+/* What a held QP waits for before it goes again. */
+static uint64_t quantum_bytes(const struct rnic_dcqcn_rp *rp)
+{
+	return min_u64(bytes_at_rc(rp, RNIC_QUANTUM_NS), RNIC_QUANTUM_MAX);
+}
+
 static uint64_t burst_bytes(const struct rnic_dcqcn_rp *rp)
 {
-	uint64_t b = (uint64_t)((unsigned __int128)rp->rc * RNIC_BURST_NS / (8 * NS_PER_SEC));
-
-	return max_u64(b, RNIC_BURST_MIN);
+	/* twice the quantum: a QP that polls its pacer late loses nothing */
+	return max_u64(max_u64(bytes_at_rc(rp, RNIC_BURST_NS), 2 * quantum_bytes(rp)), RNIC_BURST_MIN);
 }
 
 void rnic_dcqcn_rp_init(struct rnic_dcqcn_rp *rp,
@@ -212,12 +224,13 @@ void rnic_dcqcn_on_loss(struct rnic_dcqcn_rp *rp,
  * one event per packet it never came back from a cut). */
 static int pacer_holds(const struct rnic_dcqcn_rp *rp, uint64_t now_ns)
 {
+	int64_t need = rp->held ? (int64_t)quantum_bytes(rp) : 1;
 	uint64_t el;
 
-	if (rp->tokens > 0)
+	if (rp->tokens >= need)
 		return 0;
 	el = now_ns > rp->tb_ns ? min_u64(now_ns - rp->tb_ns, NS_PER_SEC) : 0;
-	return rp->tokens + (int64_t)((unsigned __int128)el * rp->rc / (8 * NS_PER_SEC)) <= 0;
+	return rp->tokens + (int64_t)bytes_at_rc(rp, el) < need;
 }
 
 void rnic_dcqcn_tick(struct rnic_dcqcn_rp *rp,
@@ -288,7 +301,11 @@ int rnic_dcqcn_may_send(struct rnic_dcqcn_rp *rp,
 			rp->tb_ns = now_ns;
 		}
 	}
-	return rp->tokens > 0;
+	if (rp->held)
+		rp->held = rp->tokens < (int64_t)quantum_bytes(rp);
+	else
+		rp->held = rp->tokens <= 0;
+	return !rp->held;
 }
 
 uint64_t rnic_dcqcn_send_due(const struct rnic_dcqcn_rp *rp,
@@ -296,9 +313,11 @@ uint64_t rnic_dcqcn_send_due(const struct rnic_dcqcn_rp *rp,
 {
 	uint64_t need;
 
-	if (!p->enabled || rp->tokens > 0)
+	if (!p->enabled || (!rp->held && rp->tokens > 0))
 		return now_ns;
-	need = (uint64_t)(1 - rp->tokens);
+	need = (uint64_t)((rp->held ? (int64_t)quantum_bytes(rp) : 1) - rp->tokens);
+	if ((int64_t)need <= 0)
+		return now_ns;
 	return rp->tb_ns + (uint64_t)((unsigned __int128)need * 8 * NS_PER_SEC / rp->rc) + 1;
 }
 

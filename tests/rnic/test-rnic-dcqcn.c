@@ -224,15 +224,49 @@ static void test_pacing(void **state)
 	assert_true(rnic_dcqcn_may_send(&rp, &p, t));
 	rnic_dcqcn_on_tx(&rp, &p, 125000, t);         /* 1 Mbit: 10 ms at 100 Mbit/s */
 	assert_false(rnic_dcqcn_may_send(&rp, &p, t));
-	/* the bucket held 16 KiB: 108616 bytes short at 12.5 MB/s = 8.69 ms */
+	/* the bucket held 16 KiB: 108616 bytes short at 12.5 MB/s = 8.69 ms,
+	 * and a held QP goes again with a quantum (100 us at Rc): 8.79 ms */
 	assert_int_equal(rp.tokens, 16384 - 125000);
 	due = rnic_dcqcn_send_due(&rp, &p, t);
-	assert_true(due > t + 8680 * US && due < t + 8700 * US);
+	assert_true(due > t + 8780 * US && due < t + 8800 * US);
+	assert_false(rnic_dcqcn_may_send(&rp, &p, due - 50 * US));   /* tokens > 0, no quantum */
 	assert_false(rnic_dcqcn_may_send(&rp, &p, due - 500 * US));
 	assert_true(rnic_dcqcn_may_send(&rp, &p, due + 1000));
 	/* disabled: never paced */
 	p.enabled = 0;
 	assert_true(rnic_dcqcn_may_send(&rp, &p, t));
+}
+
+/* A sender that polls its pacer every 2 us at 2 Gbit/s (a spinning soft
+ * RNIC) goes in batches of at least a quantum (100 us at Rc: 25,000 bytes,
+ * 24 packets of 1,024), not a packet per refill, and still holds Rc. */
+static void test_pacing_in_quanta(void **state)
+{
+	struct rnic_dcqcn_params p = prof();
+	struct rnic_dcqcn_rp rp;
+	uint64_t t0 = 1 * G, t, sent = 0, batches = 0, smallest = UINT64_MAX;
+	const uint32_t frame = 1024;
+
+	p.line_rate = 2 * G;
+	rnic_dcqcn_rp_init(&rp, &p, t0);
+	for (t = t0; t < t0 + 100 * MS; t += 2 * US) {
+		uint64_t n = 0;
+
+		while (rnic_dcqcn_may_send(&rp, &p, t)) {
+			rnic_dcqcn_on_tx(&rp, &p, frame, t);
+			n++;
+		}
+		if (n) {
+			sent += n * frame;
+			batches++;
+			if (t > t0 && n < smallest)
+				smallest = n;
+		}
+	}
+	assert_true(smallest >= 25000 / frame);
+	assert_true(batches < 100 * MS / (100 * US) + 2);
+	/* 100 ms at 2 Gbit/s: 25 MB, within the first burst plus a quantum */
+	assert_true(sent >= 25000000 - frame && sent <= 25000000 + 50000 + 26000);
 }
 
 /* A flow sending far below its limiter: the first CNP cuts from twice
@@ -425,6 +459,7 @@ int main(void)
 		cmocka_unit_test(test_increase_scaled_to_rate),
 		cmocka_unit_test(test_increase_sqrt_of_rate),
 		cmocka_unit_test(test_slow_qp_waiting_on_pacer_increases),
+		cmocka_unit_test(test_pacing_in_quanta),
 		cmocka_unit_test(test_loss_halves),
 		cmocka_unit_test(test_np_interval),
 		cmocka_unit_test(test_parse),
