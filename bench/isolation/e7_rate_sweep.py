@@ -26,7 +26,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import iso  # noqa: E402
 
-RATES = "10,30,100,300,1000,2000"
+RATES = "10,30,100,300,1000,2000,4000"
 MIXES = [("rdma", 1, 1), ("tcp", 1, 1), ("1:1", 1, 1), ("3:1", 3, 1)]
 KEYS = {c: ("h2", "x2", "ingress", c) for c in ("rdma", "tcp")}
 
