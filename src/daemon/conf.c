@@ -177,6 +177,18 @@ static int get_uint(json_t *o, const char *key, uint64_t min, uint64_t max, cons
 	return 0;
 }
 
+static int get_bool(json_t *o, const char *key, const char *where, bool *out, char *err, size_t errlen)
+{
+	json_t *v = json_object_get(o, key);
+
+	if (!v)
+		return 0;
+	if (!json_is_boolean(v))
+		return fail(err, errlen, "%s.%s: must be true or false", where, key);
+	*out = json_is_true(v);
+	return 0;
+}
+
 static int get_int(json_t *o, const char *key, int64_t min, int64_t max, const char *where, int64_t *out,
 		   char *err, size_t errlen)
 {
@@ -596,7 +608,7 @@ int jk_conf_parse(json_t *root, struct jk_conf *c, char *err, size_t errlen)
 {
 	static const char *const known[] = {
 		"host", "vtep", "underlay_mtu", "ctl_socket", "state_file", "nft_idle_ms", "rcft_idle_ms",
-		"threads", "poll_us", "nice", "etcd", "metrics_listen", "vpcs", "vnics", "vlt", NULL,
+		"threads", "poll_us", "steer_by_cpu", "nice", "etcd", "metrics_listen", "vpcs", "vnics", "vlt", NULL,
 	};
 	char listen[64] = "";
 	uint64_t mtu = 1500, nft_idle = 30000, rcft_idle = 60000, threads = 0, poll_us = 0;
@@ -614,6 +626,7 @@ int jk_conf_parse(json_t *root, struct jk_conf *c, char *err, size_t errlen)
 	    (r = get_uint(root, "rcft_idle_ms", 1, 86400000, "(top level)", &rcft_idle, err, errlen)) ||
 	    (r = get_uint(root, "threads", 0, JK_MAX_THREADS, "(top level)", &threads, err, errlen)) ||
 	    (r = get_uint(root, "poll_us", 0, JK_MAX_POLL_US, "(top level)", &poll_us, err, errlen)) ||
+	    (r = get_bool(root, "steer_by_cpu", "(top level)", &c->steer_by_cpu, err, errlen)) ||
 	    (r = get_int(root, "nice", -20, 19, "(top level)", &nice, err, errlen)) ||
 	    (r = get_string(root, "ctl_socket", false, "(top level)", c->ctl_socket, sizeof(c->ctl_socket), err,
 			    errlen)) ||

@@ -90,6 +90,7 @@ struct jk_conf {
 	uint64_t nft_idle_ms, rcft_idle_ms;
 	unsigned threads;                  /* datapath threads; 0 = one per core */
 	unsigned poll_us;                  /* busy-poll this long after the last event; 0 = sleep at once */
+	bool steer_by_cpu;                 /* each packet on the CPU it arrives on (steer.c) */
 	int nice;                          /* the daemon's scheduling priority (and its autogroup's) */
 	bool metrics;                      /* metrics_listen set: serve /metrics (docs/metrics.md) */
 	uint32_t metrics_ip;               /* ... on this IPv4 address (host order) */

@@ -213,7 +213,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	memset(&d, 0, sizeof(d));
-	d.ctl_fd = d.timer_fd = d.epfd = d.shaper_fd = -1;
+	d.ctl_fd = d.timer_fd = d.epfd = d.shaper_fd = d.steer_fd = -1;
 	pthread_mutex_init(&d.dp_lock, NULL);
 	pthread_mutex_init(&d.pool_lock, NULL);
 	pthread_mutex_init(&d.pause_lock, NULL);
@@ -270,6 +270,11 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	d.n_threads = d.conf->threads ? d.conf->threads : threads_by_cores();
+	if (d.conf->steer_by_cpu && jk_steer_possible(d.n_threads)) {
+		d.steer_fd = jk_steer_prog_load();
+		if (d.steer_fd < 0)
+			fprintf(stderr, "jakirod: TAP steering by CPU: %s (queues by flow hash)\n", strerror(-d.steer_fd));
+	}
 	/* The metrics socket before anything is created: a port taken is
 	 * refused with no TAP made. */
 	if (jk_underlay_open(&d.underlay, d.conf->vtep, d.n_threads, err, sizeof(err)) ||
@@ -286,6 +291,11 @@ int main(int argc, char **argv)
 	fprintf(stderr, "jakirod: %s up: VTEP %s:%d, %u vNICs, %u datapath threads (busy-polling %u us), control %s\n",
 		d.conf->host, inet_ntoa((struct in_addr){ htonl(d.conf->vtep) }), JK_UDP_PORT_VXLAN, d.conf->n_vnics,
 		d.n_threads, d.conf->poll_us, d.conf->ctl_socket);
+	if (d.steer_fd >= 0)
+		fprintf(stderr, "jakirod: %s steers by CPU: thread i on CPU i takes what arrives on CPU i\n", d.conf->host);
+	else if (d.conf->steer_by_cpu)
+		fprintf(stderr, "jakirod: steer_by_cpu: needs one thread per CPU this process may run on, CPUs 0..n-1 "
+				"(%u threads): packets spread by flow hash\n", d.n_threads);
 	if (metrics)
 		fprintf(stderr, "jakirod: %s metrics on http://%s:%u/metrics\n", d.conf->host,
 			inet_ntoa((struct in_addr){ htonl(d.conf->metrics_ip) }), d.conf->metrics_port);
@@ -298,6 +308,8 @@ out_net:
 	jk_vnics_close_all(&d);
 	jk_ctl_close(&d);
 	jk_underlay_close(&d.underlay);
+	if (d.steer_fd >= 0)
+		close(d.steer_fd);
 out:
 	/* Every path out frees what it made: the sanitizer builds check. */
 	if (dp_up)

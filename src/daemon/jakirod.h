@@ -94,6 +94,7 @@ struct jakirod {
 	struct jk_pkt *pool;        /* JK_POOL_PKTS buffers */
 	struct jk_pkt *free_list;
 	unsigned n_threads;         /* datapath threads, decided at start */
+	int steer_fd;               /* eBPF TAP steering by CPU (steer.c), -1: hashing */
 	struct jk_worker *workers[JK_MAX_THREADS];
 	unsigned n_workers;         /* running */
 	pthread_mutex_t dp_lock;    /* the core, and shaper_armed_ns */
@@ -163,5 +164,14 @@ int jk_loop_watch_vnic(struct jakirod *d, uint16_t id);
 void jk_loop_unwatch_vnic(struct jakirod *d, uint16_t id);
 /* Coalescing counters summed over the threads (approximate while they run). */
 void jk_workers_gro_stats(struct jakirod *d, struct jk_gro_stats *sum);
+
+/* steer.c — packets handled on the CPU they arrive on: whether the
+ * threads are the process's CPUs 0..n-1, the underlay group's and a TAP's
+ * steering programs (-errno on failure), and thread pinning. */
+bool jk_steer_possible(unsigned n_threads);
+int jk_steer_underlay(int group_fd);
+int jk_steer_prog_load(void);
+int jk_steer_tap(int tap_fd, int prog_fd);
+int jk_steer_pin(pthread_t tid, unsigned cpu);
 
 #endif

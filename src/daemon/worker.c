@@ -423,6 +423,17 @@ int jk_workers_start(struct jakirod *d, unsigned n, char *err, size_t errlen)
 			goto fail;
 		}
 	}
+	/* Each packet on the CPU it arrives on (steer.c): thread t on CPU t,
+	 * underlay socket t for datagrams received on CPU t.  Refused, the
+	 * kernel's flow hash spreads them as before. */
+	if (d->steer_fd >= 0) {
+		int r = jk_steer_underlay(d->underlay.rx_fd[0]);
+
+		for (unsigned t = 0; t < n && !r; t++)
+			r = jk_steer_pin(d->workers[t]->tid, t);
+		if (r)
+			fprintf(stderr, "jakirod: steering by CPU: %s (threads unpinned)\n", strerror(-r));
+	}
 	return 0;
 fail:
 	for (unsigned t = 0; t < d->n_workers; t++)

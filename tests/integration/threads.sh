@@ -6,7 +6,8 @@
 # while traffic flows; a bad thread count is refused, naming the field.
 # An afpacket vNIC gets one socket per thread in a PACKET_FANOUT group.
 # poll_us (busy-polling after the last event): h2 polls and carries the
-# traffic; out of range it is refused, naming the field.
+# traffic; out of range it is refused, naming the field.  steer_by_cpu:
+# threads pinned one per CPU, traffic both ways, a bad value refused.
 source "$(dirname "$0")/../lib.sh"
 need iperf3 python3
 
@@ -58,6 +59,38 @@ check "traffic went on while vNICs came and went" test "$bg_rc" -eq 0
 grep -q "iperf Done" "$WORK/bg.out" || cat "$WORK/bg.out"
 check "the daemon answers after that" lab ctl h1 -- show vnics
 
+# steer_by_cpu: with one thread per CPU, thread i is pinned to CPU i and
+# takes what arrives on CPU i (a TAP steering program, a SO_REUSEPORT
+# program); traffic flows both ways.  Not possible with fewer threads than
+# CPUs: said in the log, packets spread by hash.
+$LAB down >/dev/null 2>&1
+ncpu=$(nproc)
+steer_threads=$(( ncpu > 8 ? 8 : ncpu ))
+cat > "$WORK/steer.json" <<JSON
+{
+  "hosts": [ {"name": "h1", "underlay": "172.30.0.1/24", "threads": $steer_threads, "steer_by_cpu": true},
+             {"name": "h2", "underlay": "172.30.0.2/24", "threads": 1, "steer_by_cpu": true} ],
+  "vpcs":  [ {"name": "blue", "vni": 1001, "subnet": "10.0.0.0/24"} ],
+  "vnics": [ {"name": "b1", "vpc": "blue", "host": "h1", "ip": "10.0.0.1"},
+             {"name": "b2", "vpc": "blue", "host": "h2", "ip": "10.0.0.2"} ]
+}
+JSON
+lab_up "$WORK/steer.json" || { not_ok "lab up with steer_by_cpu"; exit 1; }
+if [ "$ncpu" -ge 2 ] && [ "$ncpu" -le 8 ]; then
+	check "h1 steers by CPU" grep -q "h1 steers by CPU" "/run/jakiro-lab/$LAB_PREFIX/h1.log"
+	pid=$(pgrep -f "jakiro-lab/$LAB_PREFIX/h1.json" | head -1)
+	pinned=$(for t in /proc/$pid/task/*; do taskset -cp "${t##*/}" | awk -F': ' '{print $2}'; done | grep -xE '[0-9]+' | sort -u | wc -l)
+	check "h1's $ncpu datapath threads each pinned to its own CPU ($pinned)" test "$pinned" -eq "$ncpu"
+fi
+check "h2 (1 thread) says it cannot steer" grep -q "steer_by_cpu: needs one thread per CPU" "/run/jakiro-lab/$LAB_PREFIX/h2.log"
+check "ping across steered hosts" lab exec b1 -- ping -c 3 -i 0.2 -W 2 10.0.0.2
+lab exec b2 -- timeout 20 iperf3 -s -1 -p 5404 >/dev/null 2>&1 &
+wait_until 5 listening b2 5404 || not_ok "iperf3 server listens"
+check "4 TCP flows h1 -> h2 through a steered host" lab exec b1 -- timeout 15 iperf3 -c 10.0.0.2 -p 5404 -t 2 -P 4
+lab exec b1 -- timeout 20 iperf3 -s -1 -p 5405 >/dev/null 2>&1 &
+wait_until 5 listening b1 5405 || not_ok "iperf3 server listens"
+check "4 TCP flows h2 -> h1 into a steered host" lab exec b2 -- timeout 15 iperf3 -c 10.0.0.1 -p 5405 -t 2 -P 4
+
 # A thread count out of range is refused before anything is opened.
 cat > "$WORK/bad.json" <<'JSON'
 {"host": "hx", "vtep": "172.30.9.1", "threads": 9, "vpcs": [], "vnics": []}
@@ -74,4 +107,9 @@ cat > "$WORK/bad.json" <<'JSON'
 JSON
 "$JAKIRO_BIN/jakirod" -c "$WORK/bad.json" --check > "$WORK/bad.out" 2>&1
 check "nice 20 refused, naming the field" grep -q "nice" "$WORK/bad.out"
+cat > "$WORK/bad.json" <<'JSON'
+{"host": "hx", "vtep": "172.30.9.1", "steer_by_cpu": "yes", "vpcs": [], "vnics": []}
+JSON
+"$JAKIRO_BIN/jakirod" -c "$WORK/bad.json" --check > "$WORK/bad.out" 2>&1
+check "steer_by_cpu \"yes\" refused, naming the field" grep -q "steer_by_cpu: must be true or false" "$WORK/bad.out"
 exit $FAILED
