@@ -252,6 +252,10 @@ static int vnic_up(struct jakirod *d, const struct jk_vnic_conf *v, char *err, s
 	cfg.dscp_tcp = v->dscp_tcp;
 	if ((r = jk_port_open(&port, &eff, vpc->prefix_len, d->n_threads, err, errlen)))
 		return r;
+	/* A TAP's queue by the sending CPU (steer.c); refused, it hashes. */
+	if (d->steer_fd >= 0 && eff.backend == JK_BACKEND_TAP && port.n_fds > 1 &&
+	    (r = jk_steer_tap(port.fds[0], d->steer_fd)))
+		fprintf(stderr, "jakirod: %s: TAP steering by CPU: %s (queues by flow hash)\n", eff.name, strerror(-r));
 	ports_enter(d);
 	r = jk_dp_vnic_add(d->dp, &cfg, &id);
 	if (r) {
