@@ -51,6 +51,7 @@ void jk_loop_unwatch_vnic(struct jakirod *d, uint16_t id) { }
 uint64_t jk_loop_ev_ctl_conn(unsigned slot) { return slot; }
 void jk_workers_pause(struct jakirod *d) { }
 void jk_workers_resume(struct jakirod *d) { }
+int jk_steer_tap(int tap_fd, int prog_fd) { return 0; }
 void jk_workers_gro_stats(struct jakirod *d, struct jk_gro_stats *sum) { memset(sum, 0, sizeof(*sum)); }
 int jk_netns_open(const char *name_or_path) { return -ENOENT; }
 int jk_nl_in_netns(int netns_fd, int (*fn)(void *arg), void *arg) { return -ENOENT; }
@@ -100,7 +101,7 @@ static struct jakirod *daemon_new(void)
 	if (jk_dp_init(d->dp, &params))
 		abort();
 	pthread_mutex_init(&d->dp_lock, NULL);
-	d->epfd = d->ctl_fd = d->timer_fd = d->shaper_fd = -1;
+	d->epfd = d->ctl_fd = d->timer_fd = d->shaper_fd = d->steer_fd = -1;
 	if (jk_apply_initial(d, err, sizeof(err)) || jk_persist(d, -1, err, sizeof(err)))
 		abort();
 	return d;
