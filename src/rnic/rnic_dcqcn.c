@@ -54,6 +54,13 @@ static uint64_t quantum_bytes(const struct rnic_dcqcn_rp *rp)
 	return min_u64(bytes_at_rc(rp, RNIC_QUANTUM_NS), RNIC_QUANTUM_MAX);
 }
 
+/* The tokens a packet waits for: a quantum when the pacer refused the
+ * QP's last one, else any credit at all. */
+static int64_t release_at(const struct rnic_dcqcn_rp *rp)
+{
+	return rp->held ? (int64_t)quantum_bytes(rp) : 1;
+}
+
 static uint64_t burst_bytes(const struct rnic_dcqcn_rp *rp)
 {
 	/* twice the quantum: a QP that polls its pacer late loses nothing */
@@ -224,7 +231,7 @@ void rnic_dcqcn_on_loss(struct rnic_dcqcn_rp *rp,
  * one event per packet it never came back from a cut). */
 static int pacer_holds(const struct rnic_dcqcn_rp *rp, uint64_t now_ns)
 {
-	int64_t need = rp->held ? (int64_t)quantum_bytes(rp) : 1;
+	int64_t need = release_at(rp);
 	uint64_t el;
 
 	if (rp->tokens >= need)
@@ -292,7 +299,7 @@ int rnic_dcqcn_may_send(struct rnic_dcqcn_rp *rp,
 		return 1;
 	if (now_ns > rp->tb_ns) {
 		el = min_u64(now_ns - rp->tb_ns, NS_PER_SEC);
-		add = (uint64_t)((unsigned __int128)el * rp->rc / (8 * NS_PER_SEC));
+		add = bytes_at_rc(rp, el);
 		if (add) {
 			burst = burst_bytes(rp);
 			rp->tokens += (int64_t)add;
@@ -301,22 +308,16 @@ int rnic_dcqcn_may_send(struct rnic_dcqcn_rp *rp,
 			rp->tb_ns = now_ns;
 		}
 	}
-	if (rp->held)
-		rp->held = rp->tokens < (int64_t)quantum_bytes(rp);
-	else
-		rp->held = rp->tokens <= 0;
+	rp->held = rp->tokens < release_at(rp);
 	return !rp->held;
 }
 
 uint64_t rnic_dcqcn_send_due(const struct rnic_dcqcn_rp *rp,
 			     const struct rnic_dcqcn_params *p, uint64_t now_ns)
 {
-	uint64_t need;
+	int64_t need = release_at(rp) - rp->tokens;
 
-	if (!p->enabled || (!rp->held && rp->tokens > 0))
-		return now_ns;
-	need = (uint64_t)((rp->held ? (int64_t)quantum_bytes(rp) : 1) - rp->tokens);
-	if ((int64_t)need <= 0)
+	if (!p->enabled || need <= 0)
 		return now_ns;
 	return rp->tb_ns + (uint64_t)((unsigned __int128)need * 8 * NS_PER_SEC / rp->rc) + 1;
 }
