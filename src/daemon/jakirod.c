@@ -270,11 +270,12 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	d.n_threads = d.conf->threads ? d.conf->threads : threads_by_cores();
-	if (d.conf->steer_by_cpu && jk_steer_possible(d.n_threads)) {
-		d.steer_fd = jk_steer_prog_load();
-		if (d.steer_fd < 0)
-			fprintf(stderr, "jakirod: TAP steering by CPU: %s (queues by flow hash)\n", strerror(-d.steer_fd));
-	}
+	if (d.conf->steer_by_cpu && !jk_steer_possible(d.n_threads))
+		fprintf(stderr, "jakirod: steer_by_cpu: needs one thread per CPU this process may run on, CPUs 0..n-1 "
+				"(%u threads): packets spread by flow hash\n", d.n_threads);
+	else if (d.conf->steer_by_cpu && (d.steer_fd = jk_steer_prog_load()) < 0)
+		fprintf(stderr, "jakirod: steer_by_cpu: TAP steering program: %s: packets spread by flow hash\n",
+			strerror(-d.steer_fd));
 	/* The metrics socket before anything is created: a port taken is
 	 * refused with no TAP made. */
 	if (jk_underlay_open(&d.underlay, d.conf->vtep, d.n_threads, err, sizeof(err)) ||
@@ -293,9 +294,6 @@ int main(int argc, char **argv)
 		d.n_threads, d.conf->poll_us, d.conf->ctl_socket);
 	if (d.steer_fd >= 0)
 		fprintf(stderr, "jakirod: %s steers by CPU: thread i on CPU i takes what arrives on CPU i\n", d.conf->host);
-	else if (d.conf->steer_by_cpu)
-		fprintf(stderr, "jakirod: steer_by_cpu: needs one thread per CPU this process may run on, CPUs 0..n-1 "
-				"(%u threads): packets spread by flow hash\n", d.n_threads);
 	if (metrics)
 		fprintf(stderr, "jakirod: %s metrics on http://%s:%u/metrics\n", d.conf->host,
 			inet_ntoa((struct in_addr){ htonl(d.conf->metrics_ip) }), d.conf->metrics_port);
