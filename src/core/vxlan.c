@@ -17,7 +17,7 @@ uint16_t jk_vxlan_sport(const struct jk_pkt_meta *m)
 {
 	uint32_t words[5] = { m->src_ip, m->dst_ip, (uint32_t)m->sport << 16 | m->dport,
 			      m->ip_proto, (m->flags & JK_PF_ROCE) ? m->bth_dqpn : 0 };
-	uint32_t h = jk_hash_words(words, 5, 0x6a616b69u);
+	uint32_t h = jk_hash_words(words, 5, JK_VXLAN_SPORT_SEED);
 
 	return (uint16_t)(JK_VXLAN_SPORT_MIN + (h % JK_VXLAN_SPORT_RANGE));
 }

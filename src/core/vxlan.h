@@ -18,6 +18,7 @@
 #define JK_VXLAN_TTL          64
 #define JK_VXLAN_SPORT_MIN    49152   /* outer source ports: the dynamic range */
 #define JK_VXLAN_SPORT_RANGE  16384
+#define JK_VXLAN_SPORT_SEED   0x6a616b69u   /* jk_hash_words' seed for the outer source port */
 
 /* Outer UDP source port for a parsed inner frame: a hash of the inner
  * 5-tuple (and for RoCEv2 the destination QPN) folded into the dynamic

@@ -11,8 +11,17 @@
 #ifndef JK_WIRE_H
 #define JK_WIRE_H
 
-#include <arpa/inet.h>
 #include <stdint.h>
+#ifdef __bpf__
+/* The BPF programs (src/bpf/) compile this header too. */
+#include <bpf/bpf_endian.h>
+#define ntohs(x) bpf_ntohs(x)
+#define htons(x) bpf_htons(x)
+#define ntohl(x) bpf_ntohl(x)
+#define htonl(x) bpf_htonl(x)
+#else
+#include <arpa/inet.h>
+#endif
 
 typedef struct { uint16_t raw; } __attribute__((packed)) jk_be16;
 typedef struct { uint32_t raw; } __attribute__((packed)) jk_be32;
@@ -200,5 +209,20 @@ static inline uint32_t jk_bth_psn(const struct jk_bth *b) { return jk_get32(b->a
 #define JK_BTH_OP_RC_ACK        0x11
 #define JK_BTH_OP_RC_ATOMIC_ACK 0x12
 #define JK_BTH_OP_CNP           0x81
+
+/* Bytes from the BTH to the end of the ICRC of an ACK/NAK, an atomic ACK
+ * and a CNP (IBTA vol. 1 9.2, 9.3; RoCEv2 annex A17.9.3); 0 for other
+ * opcodes.  Only a packet of exactly that size counts as control: the
+ * DHTB never marks control (docs/dhtb.md), so anything bigger is data.
+ * Both datapaths classify by it. */
+static inline unsigned jk_roce_ctrl_size(uint8_t opcode)
+{
+	switch (opcode) {
+	case JK_BTH_OP_RC_ACK: return 12 + 4 + 4;          /* RC ACK: BTH AETH ICRC */
+	case JK_BTH_OP_RC_ATOMIC_ACK: return 12 + 4 + 8 + 4;      /* RC atomic ACK: + AtomicAckETH */
+	case JK_BTH_OP_CNP: return 12 + 16 + 4;         /* CNP: + 16 reserved */
+	default:   return 0;
+	}
+}
 
 #endif

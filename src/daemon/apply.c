@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "daemon/cplane.h"
+#include "daemon/ebpf.h"
 #include "daemon/nl.h"
 
 static int mkdir_p(const char *dir)
@@ -250,7 +251,11 @@ static int vnic_up(struct jakirod *d, const struct jk_vnic_conf *v, char *err, s
 	cfg.nft_reserve = v->nft_reserve;
 	cfg.dscp_rdma = v->dscp_rdma;
 	cfg.dscp_tcp = v->dscp_tcp;
-	if ((r = jk_port_open(&port, &eff, vpc->prefix_len, d->n_threads, err, errlen)))
+	if (d->ebpf)
+		r = jk_port_open_kernel(&port, &eff, vpc->prefix_len, err, errlen);
+	else
+		r = jk_port_open(&port, &eff, vpc->prefix_len, d->n_threads, err, errlen);
+	if (r)
 		return r;
 	/* A TAP's queue by the sending CPU (steer.c); refused, it hashes. */
 	if (d->steer_fd >= 0 && eff.backend == JK_BACKEND_TAP && port.n_fds > 1 &&
@@ -268,10 +273,14 @@ static int vnic_up(struct jakirod *d, const struct jk_vnic_conf *v, char *err, s
 	vnic_shape(d, id, v);
 	d->vnics[id].conf = *v;
 	d->vnics[id].port = port;
-	r = jk_loop_watch_vnic(d, id);
-	if (r) {
+	if (d->ebpf)
+		r = jk_ebpf_vnic_attach(d, id, err, errlen);
+	else if ((r = jk_loop_watch_vnic(d, id)))
 		snprintf(err, errlen, "vnics: cannot poll the backend: %s", strerror(-r));
+	if (r) {
 		jk_dp_vnic_del(d->dp, id);
+		if (d->ebpf)
+			jk_ebpf_vlt_sync(d, cfg.vni, cfg.ip);
 		jk_port_close(&d->vnics[id].port);
 	}
 	ports_leave(d);
@@ -280,9 +289,21 @@ static int vnic_up(struct jakirod *d, const struct jk_vnic_conf *v, char *err, s
 
 static void vnic_down(struct jakirod *d, int id)
 {
+	const struct jk_vnic *v;
+	uint32_t vni = 0, ip = 0;
+
 	ports_enter(d);
-	jk_loop_unwatch_vnic(d, (uint16_t)id);
+	if ((v = jk_dp_vnic(d->dp, (uint16_t)id))) {
+		vni = v->cfg.vni;
+		ip = v->cfg.ip;
+	}
+	if (d->ebpf)
+		jk_ebpf_vnic_detach(d, (uint16_t)id);
+	else
+		jk_loop_unwatch_vnic(d, (uint16_t)id);
 	jk_dp_vnic_del(d->dp, (uint16_t)id);
+	if (d->ebpf)
+		jk_ebpf_vlt_sync(d, vni, ip);
 	jk_port_close(&d->vnics[id].port);
 	ports_leave(d);
 }
@@ -388,6 +409,8 @@ int jk_apply_vnic_set(struct jakirod *d, const char *name, json_t *patch, char *
 	jk_dp_vnic_set_nft_reserve(d->dp, (uint16_t)id, next.nft_reserve);
 	jk_dp_vnic_set_dscp(d->dp, (uint16_t)id, next.dscp_rdma, next.dscp_tcp);
 	vnic_shape(d, (uint16_t)id, &next);
+	if (d->ebpf)
+		jk_ebpf_vnic_update(d, (uint16_t)id);
 	core_leave(d);
 	d->vnics[id].conf = next;
 	r = jk_persist(d, -1, err, errlen);
@@ -398,6 +421,8 @@ int jk_apply_vnic_set(struct jakirod *d, const char *name, json_t *patch, char *
 		jk_dp_vnic_set_nft_reserve(d->dp, (uint16_t)id, prev.nft_reserve);
 		jk_dp_vnic_set_dscp(d->dp, (uint16_t)id, prev.dscp_rdma, prev.dscp_tcp);
 		vnic_shape(d, (uint16_t)id, &prev);
+		if (d->ebpf)
+			jk_ebpf_vnic_update(d, (uint16_t)id);
 		core_leave(d);
 	}
 	return r;
@@ -415,6 +440,8 @@ static int vlt_up(struct jakirod *d, const struct jk_vlt_conf *e, char *err, siz
 		}
 	core_enter(d);
 	r = jk_dp_vlt_add(d->dp, vpc->vni, e->ip, e->mac, e->vtep);
+	if (r == 0 && d->ebpf)
+		jk_ebpf_vlt_sync(d, vpc->vni, e->ip);
 	core_leave(d);
 	if (r)
 		snprintf(err, errlen, "vlt: datapath refused the entry: %s", strerror(-r));
@@ -450,6 +477,8 @@ int jk_apply_vlt_add(struct jakirod *d, const struct jk_vlt_conf *e, char *err, 
 			d->conf->n_vlt--;
 			jk_dp_vlt_del(d->dp, vpc->vni, e->ip);
 		}
+		if (d->ebpf)
+			jk_ebpf_vlt_sync(d, vpc->vni, e->ip);
 		core_leave(d);
 	}
 	return r;
@@ -481,6 +510,8 @@ int jk_apply_vlt_del(struct jakirod *d, const char *vpc_name, uint32_t ip, char 
 	}
 	core_enter(d);
 	jk_dp_vlt_del(d->dp, vpc->vni, ip);
+	if (d->ebpf)
+		jk_ebpf_vlt_sync(d, vpc->vni, ip);
 	core_leave(d);
 	return 0;
 }

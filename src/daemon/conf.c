@@ -608,9 +608,10 @@ int jk_conf_parse(json_t *root, struct jk_conf *c, char *err, size_t errlen)
 {
 	static const char *const known[] = {
 		"host", "vtep", "underlay_mtu", "ctl_socket", "state_file", "nft_idle_ms", "rcft_idle_ms",
-		"threads", "poll_us", "steer_by_cpu", "nice", "etcd", "metrics_listen", "vpcs", "vnics", "vlt", NULL,
+		"threads", "poll_us", "steer_by_cpu", "nice", "etcd", "metrics_listen", "datapath", "vpcs", "vnics", "vlt",
+		NULL,
 	};
-	char listen[64] = "";
+	char listen[64] = "", datapath[16] = "";
 	uint64_t mtu = 1500, nft_idle = 30000, rcft_idle = 60000, threads = 0, poll_us = 0;
 	int64_t nice = JK_NICE_DEFAULT;
 	int r;
@@ -633,8 +634,15 @@ int jk_conf_parse(json_t *root, struct jk_conf *c, char *err, size_t errlen)
 	    (r = get_string(root, "state_file", false, "(top level)", c->state_file, sizeof(c->state_file), err,
 			    errlen)) ||
 	    (r = get_string(root, "metrics_listen", false, "(top level)", listen, sizeof(listen), err, errlen)) ||
+	    (r = get_string(root, "datapath", false, "(top level)", datapath, sizeof(datapath), err, errlen)) ||
 	    (r = get_etcd(root, &c->etcd, err, errlen)))
 		return r;
+	if (!datapath[0] || strcmp(datapath, "user") == 0)
+		c->datapath = JK_DATAPATH_USER;
+	else if (strcmp(datapath, "ebpf") == 0)
+		c->datapath = JK_DATAPATH_EBPF;
+	else
+		return fail(err, errlen, "datapath: \"%s\": must be \"user\" or \"ebpf\"", datapath);
 	if (listen[0] && jk_parse_ipv4_port(listen, &c->metrics_ip, &c->metrics_port))
 		return fail(err, errlen, "metrics_listen: not an IPv4 ADDR:PORT (port 1-65535): \"%s\"", listen);
 	c->metrics = listen[0] != '\0';

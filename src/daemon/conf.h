@@ -81,8 +81,20 @@ struct jk_etcd_conf {
 	unsigned lease_ttl_s;
 };
 
+/* Where tenants' packets are forwarded (docs/datapath.md). */
+enum jk_datapath {
+	JK_DATAPATH_USER,      /* jakirod's threads, on the core library */
+	JK_DATAPATH_EBPF,      /* the kernel, by the programs of src/bpf/ (daemon/ebpf.c) */
+};
+
+static inline const char *jk_datapath_name(enum jk_datapath dp)
+{
+	return dp == JK_DATAPATH_EBPF ? "ebpf" : "user";
+}
+
 struct jk_conf {
 	char host[JK_NAME_MAX];
+	enum jk_datapath datapath;
 	uint32_t vtep;
 	uint16_t underlay_mtu;
 	char ctl_socket[108];

@@ -16,6 +16,7 @@
 #include "core/table.h"
 #include "cplane/etcd.h"
 #include "cplane/keys.h"
+#include "daemon/ebpf.h"
 
 #define CP_TIMEOUT_MS 2000          /* one etcd request */
 #define CP_RETRY_MIN_MS 100         /* reconnecting: first wait, doubled up to */
@@ -435,6 +436,8 @@ static void learned_put(struct jk_cplane *cp, uint32_t vni, uint32_t ip, const s
 	e->epoch = cp->epoch;
 	pthread_mutex_lock(&d->dp_lock);
 	r = jk_dp_vlt_add(d->dp, vni, ip, v->mac, v->vtep);
+	if (r == 0 && d->ebpf)
+		jk_ebpf_vlt_sync(d, vni, ip);
 	pthread_mutex_unlock(&d->dp_lock);
 	if (r) {
 		/* A local vNIC holds it (claimed here during an outage), or
@@ -450,6 +453,8 @@ static void learned_forget(struct jk_cplane *cp, struct learned *e)
 
 	pthread_mutex_lock(&d->dp_lock);
 	jk_dp_vlt_del(d->dp, e->key.vni, e->key.ip);
+	if (d->ebpf)
+		jk_ebpf_vlt_sync(d, e->key.vni, e->key.ip);
 	pthread_mutex_unlock(&d->dp_lock);
 	jk_table_remove(&cp->learned, e);
 }
@@ -484,6 +489,8 @@ static void sweep_removed(const void *entry, void *arg)
 
 	pthread_mutex_lock(&d->dp_lock);
 	jk_dp_vlt_del(d->dp, e->key.vni, e->key.ip);
+	if (d->ebpf)
+		jk_ebpf_vlt_sync(d, e->key.vni, e->key.ip);
 	pthread_mutex_unlock(&d->dp_lock);
 }
 

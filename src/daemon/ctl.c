@@ -3,6 +3,7 @@
  * Text formatting is jakiroctl's job; the daemon answers in JSON only. */
 #include "daemon/jakirod.h"
 #include "daemon/cplane.h"
+#include "daemon/ebpf.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -289,6 +290,8 @@ static json_t *show_stats(struct jakirod *d, uint64_t now)
 
 	jk_workers_gro_stats(d, &gro);
 	jk_dp_snapshot(d->dp, &snap);
+	if (d->ebpf)
+		snap.rcft_entries = d->ebpf_rcft_entries;
 	dp = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
 			       "encapped", (json_int_t)c->encapped, "decapped", (json_int_t)c->decapped,
 			       "local_delivered", (json_int_t)c->local_delivered, "nft_hits", (json_int_t)c->nft_hits,
@@ -313,8 +316,8 @@ static json_t *show_stats(struct jakirod *d, uint64_t now)
 			json_object_set_new(vnics, v->cfg.name, s);
 		}
 	}
-	return json_pack("{s:s, s:I, s:o, s:o, s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}, s:{s:I, s:I, s:I}}",
-			 "host", d->conf->host, "uptime_ms", (json_int_t)((now - d->started_ns) / 1000000),
+	return json_pack("{s:s, s:s, s:I, s:o, s:o, s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}, s:{s:I, s:I, s:I}}",
+			 "host", d->conf->host, "forwarding", jk_datapath_name(d->conf->datapath), "uptime_ms", (json_int_t)((now - d->started_ns) / 1000000),
 			 "datapath", dp, "vnics", vnics, "underlay",
 			 "rx_errors", (json_int_t)d->underlay.rx_errors, "tx_errors", (json_int_t)d->underlay.tx_errors,
 			 "rx_truncated", (json_int_t)d->underlay.rx_trunc,
@@ -338,6 +341,8 @@ static json_t *do_show(struct jakirod *d, json_t *req)
 		json_t *r;
 
 		pthread_mutex_lock(&d->dp_lock);
+		if (d->ebpf)
+			jk_ebpf_sync_counters(d);
 		r = what[0] == 'v' ? show_vnics(d) : show_stats(d, now);
 		pthread_mutex_unlock(&d->dp_lock);
 		if (what[0] == 's')

@@ -11,6 +11,7 @@
 #include "daemon/metrics.h"
 #include "core/hash.h"
 #include "daemon/cplane.h"
+#include "daemon/ebpf.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -99,6 +100,10 @@ static int run(struct jakirod *d)
 					pthread_mutex_lock(&d->dp_lock);
 					/* a bounded step: the lock is held ~0.1 ms at most */
 					jk_dp_age_some(d->dp, jk_now_ns(), JK_AGE_SLOTS);
+					if (d->ebpf) {
+						jk_ebpf_age(d, d->dp->params.rcft_idle_ns);
+						jk_ebpf_sync_counters(d);
+					}
 					pthread_mutex_unlock(&d->dp_lock);
 					jk_ctl_expire(d, jk_now_ns());
 				}
@@ -278,20 +283,28 @@ int main(int argc, char **argv)
 			strerror(-d.steer_fd));
 	/* The metrics socket before anything is created: a port taken is
 	 * refused with no TAP made. */
-	if (jk_underlay_open(&d.underlay, d.conf->vtep, d.n_threads, err, sizeof(err)) ||
+	if ((d.conf->datapath == JK_DATAPATH_EBPF ? jk_ebpf_open(&d, err, sizeof(err))
+						    : jk_underlay_open(&d.underlay, d.conf->vtep, d.n_threads, err, sizeof(err))) ||
 	    jk_metrics_start(&d, &metrics, err, sizeof(err)) || jk_cplane_open(&d, err, sizeof(err)) ||
 	    jk_apply_initial(&d, err, sizeof(err)) ||
 	    jk_ctl_open(&d, err, sizeof(err)) || watch(&d, d.ctl_fd, EV(EV_CTL, 0)) ||
 	    watch(&d, d.timer_fd, EV(EV_TIMER, 0)) || watch(&d, sig_fd, EV(EV_SIGNAL, 0)) ||
 	    (d.cplane && watch(&d, jk_cplane_event_fd(&d), EV(EV_CPLANE, 0))) ||
-	    jk_workers_start(&d, d.n_threads, err, sizeof(err)) || jk_cplane_start(&d, err, sizeof(err))) {
+	    (!d.ebpf && jk_workers_start(&d, d.n_threads, err, sizeof(err))) || jk_cplane_start(&d, err, sizeof(err))) {
 		fprintf(stderr, "jakirod: %s\n", err);
 		goto out_net;
 	}
 	d.started_ns = jk_now_ns();
-	fprintf(stderr, "jakirod: %s up: VTEP %s:%d, %u vNICs, %u datapath threads (busy-polling %u us), control %s\n",
-		d.conf->host, inet_ntoa((struct in_addr){ htonl(d.conf->vtep) }), JK_UDP_PORT_VXLAN, d.conf->n_vnics,
-		d.n_threads, d.conf->poll_us, d.conf->ctl_socket);
+	if (d.ebpf)
+		fprintf(stderr, "jakirod: %s up: VTEP %s:%d, %u vNICs, ebpf datapath (the kernel forwards, device %s), "
+				"control %s\n",
+			d.conf->host, inet_ntoa((struct in_addr){ htonl(d.conf->vtep) }), JK_UDP_PORT_VXLAN,
+			d.conf->n_vnics, JK_EBPF_VXLAN_DEV, d.conf->ctl_socket);
+	else
+		fprintf(stderr, "jakirod: %s up: VTEP %s:%d, %u vNICs, user datapath, %u threads (busy-polling %u us), "
+				"control %s\n",
+			d.conf->host, inet_ntoa((struct in_addr){ htonl(d.conf->vtep) }), JK_UDP_PORT_VXLAN,
+			d.conf->n_vnics, d.n_threads, d.conf->poll_us, d.conf->ctl_socket);
 	if (d.steer_fd >= 0)
 		fprintf(stderr, "jakirod: %s steers by CPU: thread i on CPU i takes what arrives on CPU i\n", d.conf->host);
 	if (metrics)
@@ -305,7 +318,9 @@ out_net:
 	jk_metrics_stop(metrics);     /* its thread reads the core: stopped before the vNICs go */
 	jk_vnics_close_all(&d);
 	jk_ctl_close(&d);
-	jk_underlay_close(&d.underlay);
+	jk_ebpf_close(&d);
+	if (d.conf->datapath == JK_DATAPATH_USER)
+		jk_underlay_close(&d.underlay);
 	if (d.steer_fd >= 0)
 		close(d.steer_fd);
 out:

@@ -114,6 +114,8 @@ struct jakirod {
 	uint64_t cp_rev_seen, cp_rev_applied;
 	bool cp_connected;
 	struct jk_cplane *cplane;   /* NULL without etcd */
+	struct jk_ebpf *ebpf;       /* the kernel fast path (ebpf.c); NULL on the user datapath */
+	uint32_t ebpf_rcft_entries; /* its RCFT's entries, as of the last jk_ebpf_sync_counters */
 	volatile bool stop;
 };
 

@@ -10,6 +10,7 @@
  * once: none can hold up forwarding, which takes dp_lock only per batch. */
 #include "daemon/metrics.h"
 #include "daemon/jakirod.h"
+#include "daemon/ebpf.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -61,7 +62,11 @@ static void take_snapshot(struct jk_metrics *m)
 	s->rcft_max = d->dp->params.rcft_max;
 	s->n_vnics = 0;
 	pthread_mutex_lock(&d->dp_lock);
+	if (d->ebpf)
+		jk_ebpf_sync_counters(d);
 	jk_dp_snapshot(d->dp, &s->dp);
+	if (d->ebpf)
+		s->dp.rcft_entries = d->ebpf_rcft_entries;
 	for (uint16_t id = 0; id < JK_MAX_VNICS; id++) {
 		const struct jk_vnic *v = jk_dp_vnic(d->dp, id);
 		struct jk_metrics_vnic *mv = &s->vnics[s->n_vnics];

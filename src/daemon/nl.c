@@ -148,3 +148,67 @@ int jk_nl_in_netns(int netns_fd, int (*fn)(void *arg), void *arg)
 	close(self);
 	return ret;
 }
+
+/* A new link `ifname` of `kind`, its IFLA_INFO_DATA filled by data(). */
+static int link_add(const char *ifname, const char *kind, uint16_t mtu,
+		    void (*data)(struct nlmsghdr *nlh, const void *arg), const void *arg)
+{
+	char buf[MNL_SOCKET_BUFFER_SIZE];
+	struct nlmsghdr *nlh = mnl_nlmsg_put_header(buf);
+	struct ifinfomsg *ifm;
+	struct nlattr *info, *inner;
+
+	nlh->nlmsg_type = RTM_NEWLINK;
+	nlh->nlmsg_flags = NLM_F_CREATE | NLM_F_EXCL;
+	ifm = mnl_nlmsg_put_extra_header(nlh, sizeof(*ifm));
+	ifm->ifi_family = AF_UNSPEC;
+	mnl_attr_put_strz(nlh, IFLA_IFNAME, ifname);
+	if (mtu)
+		mnl_attr_put_u32(nlh, IFLA_MTU, mtu);
+	info = mnl_attr_nest_start(nlh, IFLA_LINKINFO);
+	mnl_attr_put_strz(nlh, IFLA_INFO_KIND, kind);
+	inner = mnl_attr_nest_start(nlh, IFLA_INFO_DATA);
+	data(nlh, arg);
+	mnl_attr_nest_end(nlh, inner);
+	mnl_attr_nest_end(nlh, info);
+	return jk_nl_request(nlh);
+}
+
+static void veth_peer(struct nlmsghdr *nlh, const void *arg)
+{
+	struct nlattr *peer = mnl_attr_nest_start(nlh, 1 /* VETH_INFO_PEER */);
+	struct ifinfomsg *ifm = mnl_nlmsg_put_extra_header(nlh, sizeof(*ifm));
+
+	ifm->ifi_family = AF_UNSPEC;
+	mnl_attr_put_strz(nlh, IFLA_IFNAME, arg);
+	mnl_attr_nest_end(nlh, peer);
+}
+
+int jk_nl_veth_add(const char *ifname, const char *peer, uint16_t mtu)
+{
+	return link_add(ifname, "veth", mtu, veth_peer, peer);
+}
+
+static void vxlan_external(struct nlmsghdr *nlh, const void *arg)
+{
+	mnl_attr_put_u16(nlh, IFLA_VXLAN_PORT, htons(*(const uint16_t *)arg));
+	mnl_attr_put_u8(nlh, IFLA_VXLAN_COLLECT_METADATA, 1);
+	mnl_attr_put_u8(nlh, IFLA_VXLAN_LEARNING, 0);
+}
+
+int jk_nl_vxlan_add(const char *ifname, uint16_t dstport, uint16_t mtu)
+{
+	return link_add(ifname, "vxlan", mtu, vxlan_external, &dstport);
+}
+
+int jk_nl_link_del(const char *ifname)
+{
+	char buf[MNL_SOCKET_BUFFER_SIZE];
+	struct ifinfomsg *ifm;
+	struct nlmsghdr *nlh = link_msg(buf, ifname, &ifm);
+
+	if (!nlh)
+		return -ENODEV;
+	nlh->nlmsg_type = RTM_DELLINK;
+	return jk_nl_request(nlh);
+}

@@ -32,6 +32,15 @@ int jk_nl_link_setup(const char *ifname, const char *newname, const uint8_t *mac
 /* In the current namespace: adds ip/prefix_len to interface `ifname`. */
 int jk_nl_addr_add(const char *ifname, uint32_t ip, uint8_t prefix_len);
 
+/* In the current namespace: a veth pair `ifname` <-> `peer`, both with
+ * MTU `mtu` (0: the default), down. */
+int jk_nl_veth_add(const char *ifname, const char *peer, uint16_t mtu);
+/* A collect_md ("external") vxlan device on UDP port `dstport`, learning
+ * off, down: a tc program gives each packet its VNI and remote VTEP. */
+int jk_nl_vxlan_add(const char *ifname, uint16_t dstport, uint16_t mtu);
+/* Removes interface `ifname` (a veth: both ends).  -ENODEV if none. */
+int jk_nl_link_del(const char *ifname);
+
 /* Opens a namespace by name (/run/netns/NAME) or path.  fd or -errno. */
 int jk_netns_open(const char *name_or_path);
 

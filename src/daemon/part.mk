@@ -7,5 +7,5 @@ JAKIROD_SRCS := $(wildcard src/daemon/*.c)
 JAKIROD_OBJS := $(JAKIROD_SRCS:%.c=$(BUILD)/obj/%.o)
 $(BUILD)/bin/jakirod: $(JAKIROD_OBJS) $(CPLANE_LIB) $(CORE_LIB) $(BUILD)/obj/src/util/units.o
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) $(MHD_LIBS)
+	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) $(MHD_LIBS) -lbpf -lelf -lz
 BINS += $(BUILD)/bin/jakirod

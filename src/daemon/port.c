@@ -329,4 +329,61 @@ void jk_port_close(struct jk_port *p)
 	for (unsigned i = 0; i < p->n_fds; i++)
 		close(p->fds[i]);
 	p->n_fds = 0;
+	if (p->made_link) {
+		jk_nl_link_del(p->ifname);
+		p->made_link = false;
+	}
+}
+
+/* The kernel fast path's vNIC of a container: a veth pair, `ifname` in
+ * jakirod's namespace (the fast path's programs hook it), its peer moved
+ * into the tenant's namespace and set up as a TAP would be. */
+static int veth_open(struct jk_port *p, const struct jk_vnic_conf *v, uint8_t prefix_len, char *err, size_t errlen)
+{
+	static unsigned made;
+	char peer[JK_IFNAME_MAX];
+	struct tenant_setup s = { .v = v, .cur_name = peer, .prefix_len = prefix_len };
+	int ns = -1, r;
+
+	snprintf(peer, sizeof(peer), "jkp%x.%x", (unsigned)getpid() & 0xfffff, made++ & 0xfff);
+	if (v->netns[0] && (ns = jk_netns_open(v->netns)) < 0) {
+		snprintf(err, errlen, "netns: cannot open namespace \"%s\": %s", v->netns, strerror(-ns));
+		return ns;
+	}
+	r = jk_nl_veth_add(v->ifname, peer, v->mtu);
+	if (r) {
+		snprintf(err, errlen, "ifname: cannot create veth \"%s\": %s", v->ifname, strerror(-r));
+		goto out;
+	}
+	p->made_link = true;
+	r = jk_nl_link_setup(v->ifname, NULL, NULL, 0);
+	if (r == 0 && ns >= 0) {
+		r = jk_nl_link_move(peer, ns);
+		if (r == 0)
+			r = jk_nl_in_netns(ns, tenant_setup, &s);
+	} else if (r == 0) {
+		r = tenant_setup(&s);
+	}
+	if (r) {
+		snprintf(err, errlen, "ifname: cannot set up the tenant's end of \"%s\": %s", v->ifname, strerror(-r));
+		jk_port_close(p);
+	}
+out:
+	if (ns >= 0)
+		close(ns);
+	return r;
+}
+
+int jk_port_open_kernel(struct jk_port *p, const struct jk_vnic_conf *v, uint8_t prefix_len, char *err,
+			size_t errlen)
+{
+	memset(p, 0, sizeof(*p));
+	snprintf(p->ifname, sizeof(p->ifname), "%s", v->ifname);
+	if (v->backend == JK_BACKEND_TAP)
+		return veth_open(p, v, prefix_len, err, errlen);
+	if (!if_nametoindex(v->ifname)) {
+		snprintf(err, errlen, "ifname: no interface \"%s\" in jakirod's namespace", v->ifname);
+		return -ENODEV;
+	}
+	return 0;
 }

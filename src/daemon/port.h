@@ -17,6 +17,7 @@
 #ifndef JK_PORT_H
 #define JK_PORT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "core/pkt.h"
@@ -42,6 +43,7 @@ struct jk_port {
 	int fds[JK_MAX_THREADS];   /* one per queue; -1 when closed */
 	unsigned n_fds;
 	char ifname[JK_IFNAME_MAX];
+	bool made_link;            /* the kernel fast path's veth: removed on close */
 	uint64_t rx_errors, tx_errors;
 };
 
@@ -50,6 +52,14 @@ struct jk_port {
 int jk_port_open(struct jk_port *p, const struct jk_vnic_conf *v, uint8_t prefix_len, unsigned queues, char *err,
 		 size_t errlen);
 void jk_port_close(struct jk_port *p);
+
+/* The kernel fast path's backend of `v`: no queues (the kernel forwards).
+ * A `tap` vNIC becomes a veth pair (its end in jakirod's namespace named
+ * ifname, the other the tenant's, set up as a TAP's would be); an
+ * `afpacket` one is the existing device (a VM's TAP).  0, or -errno with
+ * a message in err. */
+int jk_port_open_kernel(struct jk_port *p, const struct jk_vnic_conf *v, uint8_t prefix_len, char *err,
+			size_t errlen);
 
 /* The queue thread `t` reads (-1: none, another thread reads this port). */
 static inline int jk_port_rx_fd(const struct jk_port *p, unsigned t)

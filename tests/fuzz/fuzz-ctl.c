@@ -23,6 +23,7 @@
 #include "core/dp.h"
 #include "core/hash.h"
 #include "daemon/conf.h"
+#include "daemon/ebpf.h"
 #include "daemon/jakirod.h"
 #include "daemon/cplane.h"
 #include "daemon/nl.h"
@@ -64,6 +65,14 @@ int jk_cplane_claim(struct jakirod *d, const struct jk_vnic_conf *v, char *err, 
 void jk_cplane_release(struct jakirod *d, const struct jk_vnic_conf *v) { }
 void jk_cplane_fetch_policy(struct jakirod *d, const struct jk_vnic_conf *v) { }
 json_t *jk_cplane_stats_json(struct jakirod *d) { return json_null(); }
+/* The user datapath only: d->ebpf stays NULL, these are never called. */
+int jk_port_open_kernel(struct jk_port *p, const struct jk_vnic_conf *v, uint8_t prefix_len, char *err,
+			size_t errlen) { return -ENOSYS; }
+int jk_ebpf_vnic_attach(struct jakirod *d, uint16_t id, char *err, size_t errlen) { return -ENOSYS; }
+void jk_ebpf_vnic_detach(struct jakirod *d, uint16_t id) { }
+void jk_ebpf_vnic_update(struct jakirod *d, uint16_t id) { }
+void jk_ebpf_vlt_sync(struct jakirod *d, uint32_t vni, uint32_t ip) { }
+void jk_ebpf_sync_counters(struct jakirod *d) { }
 
 /* ---- the daemon ---------------------------------------------------------- */
 

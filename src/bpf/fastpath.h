@@ -1,0 +1,98 @@
+/* fastpath.h — the kernel fast path's maps: their keys and values, shared
+ * by the BPF programs (jakiro.bpf.c) and jakirod's loader (daemon/ebpf.c).
+ *
+ * The tables are core's, laid out for BPF maps (docs/datapath.md, "Kernel
+ * fast path"):
+ *   jk_vnics     array, vNIC id -> its settings (what core's jk_vnic_cfg holds)
+ *   jk_ports     hash,  ifindex of a vNIC's host-side device -> vNIC id
+ *   jk_vlt       hash,  (VNI, VIP) -> local vNIC or remote VTEP, and MAC
+ *   jk_vteps     hash,  (VNI, VTEP) -> entries of that VNI at that VTEP
+ *                (our own VTEP included: "the VNI is served here")
+ *   jk_rcft      hash,  (VNI, src VIP, dst VIP, dst QPN) -> owner, last seen
+ *   jk_rc_live   array, vNIC id -> its live RCFT entries (the QP quota),
+ *                mmapable: jakirod's aging decrements it atomically
+ *   jk_counters  per-CPU array, vNIC id -> core's jk_vnic_counters, and
+ *                slot JK_MAX_VNICS for what no vNIC owns
+ *   jk_host      array of one: this host's VTEP and devices
+ * Addresses are in host order, as core keeps them.  Only jakirod writes
+ * jk_vnics, jk_ports, jk_vlt, jk_vteps and jk_host; the programs write
+ * the RCFT (a new RC flow), rc_live and the counters.
+ */
+#ifndef JK_BPF_FASTPATH_H
+#define JK_BPF_FASTPATH_H
+
+#include <stdint.h>
+
+#include "core/counters.h"
+#include "core/wire.h"
+
+#define JK_FP_VNICS      256          /* = JK_MAX_VNICS (core/dp.h) */
+#define JK_FP_VLT_MAX    65536
+#define JK_FP_VTEPS_MAX  65536
+#define JK_FP_RCFT_MAX   65536        /* = JK_RCFT_ENTRIES (daemon/conf.h) */
+#define JK_FP_GLOBAL     JK_FP_VNICS  /* counters' slot for drops with no vNIC */
+
+/* How a frame reaches a vNIC's tenant. */
+enum jk_fp_deliver {
+	JK_FP_DELIVER_PEER = 1,   /* a veth jakirod made: bpf_redirect_peer into the tenant's namespace */
+	JK_FP_DELIVER_XMIT = 2,   /* an existing device (a VM's TAP): bpf_redirect out of it */
+};
+
+struct jk_fp_vnic {
+	uint32_t in_use;
+	uint32_t vni;
+	uint32_t ip;
+	uint32_t ifindex;         /* host-side device */
+	uint32_t deliver;         /* enum jk_fp_deliver */
+	uint32_t qp_quota;        /* 0: unlimited */
+	uint16_t mtu;
+	uint8_t  mac[JK_ETH_ALEN];
+	uint8_t  dscp_rdma, dscp_tcp;
+	uint8_t  pad[2];
+};
+
+struct jk_fp_vlt_key {
+	uint32_t vni;
+	uint32_t ip;
+};
+
+struct jk_fp_vlt_val {
+	uint32_t vtep;            /* 0: a vNIC of this host */
+	uint32_t vnic_id;         /* local only */
+	uint8_t  mac[JK_ETH_ALEN];
+	uint8_t  pad[2];
+};
+
+struct jk_fp_vtep_key {
+	uint32_t vni;
+	uint32_t vtep;
+};
+
+struct jk_fp_rc_key {
+	uint32_t vni;
+	uint32_t src_ip, dst_ip;
+	uint32_t dqpn;
+};
+
+struct jk_fp_rc_val {
+	uint32_t vnic_id;
+	uint32_t pad;
+	uint64_t last_seen_ns;    /* bpf_ktime_get_ns(): CLOCK_MONOTONIC */
+	uint64_t packets, bytes;  /* approximate: updated without a lock */
+};
+
+/* Per vNIC (and the global slot): core's counters, and the host-wide
+ * ones core keeps in jk_dp_counters. */
+struct jk_fp_counters {
+	struct jk_vnic_counters v;
+	uint64_t encapped, decapped, local_delivered, rcft_new;
+};
+
+struct jk_fp_host {
+	uint32_t vtep;
+	uint32_t vxlan_ifindex;
+	uint32_t ttl;             /* outer TTL */
+	uint32_t pad;
+};
+
+#endif

@@ -1,0 +1,577 @@
+/* jakiro.bpf.c — the kernel fast path: core's pipeline as two tc programs
+ * over the maps of fastpath.h (docs/datapath.md, "Kernel fast path").
+ *
+ *   jk_from_vnic      tcx ingress of a vNIC's host-side device: what the
+ *                     tenant sends.  Anti-spoof -> ARP answered here ->
+ *                     IPv4 checks, MTU -> classify -> RCFT (RC QP quota)
+ *                     -> VLT -> into a local vNIC (bpf_redirect_peer), or
+ *                     a tunnel key and out of the collect_md vxlan device.
+ *   jk_from_underlay  tcx ingress of the vxlan device: what it decapsulated
+ *                     (RFC 6040 already applied by the kernel).  VNI served
+ *                     -> VTEP serves the VNI -> inner source located at
+ *                     that VTEP -> destination vNIC and MAC -> into it.
+ *
+ * The same drop reasons as core (core/counters.h), counted per vNIC in a
+ * per-CPU array; wire layouts from core/wire.h.  Super-frames stay whole:
+ * nothing here segments.
+ */
+#include <linux/bpf.h>
+#include <linux/pkt_cls.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <bpf/bpf_endian.h>
+#include <bpf/bpf_helpers.h>
+
+#include "bpf/fastpath.h"
+#include "core/hash.h"
+#include "core/vxlan.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, JK_FP_VNICS);
+	__type(key, uint32_t);
+	__type(value, struct jk_fp_vnic);
+} jk_vnics SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, JK_FP_VNICS);
+	__type(key, uint32_t);
+	__type(value, uint32_t);
+} jk_ports SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, JK_FP_VLT_MAX);
+	__type(key, struct jk_fp_vlt_key);
+	__type(value, struct jk_fp_vlt_val);
+} jk_vlt SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, JK_FP_VTEPS_MAX);
+	__type(key, struct jk_fp_vtep_key);
+	__type(value, uint32_t);
+} jk_vteps SEC(".maps");
+
+/* Preallocated, not LRU: an entry leaves only when jakirod ages it out,
+ * so the per-vNIC count below stays exact. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, JK_FP_RCFT_MAX);
+	__type(key, struct jk_fp_rc_key);
+	__type(value, struct jk_fp_rc_val);
+} jk_rcft SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, JK_FP_VNICS);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__type(key, uint32_t);
+	__type(value, uint32_t);
+} jk_rc_live SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, JK_FP_VNICS + 1);
+	__type(key, uint32_t);
+	__type(value, struct jk_fp_counters);
+} jk_counters SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, uint32_t);
+	__type(value, struct jk_fp_host);
+} jk_host SEC(".maps");
+
+/* What one packet turned out to be, as far as the pipeline needs it. */
+struct pkt {
+	uint32_t id;              /* the vNIC it came from or goes to */
+	uint32_t src_ip, dst_ip;  /* host order */
+	uint32_t l4_ofs;
+	uint8_t  proto, cls;
+	bool     roce_rc, roce_ctrl;
+	uint32_t dqpn;
+	uint16_t sport, dport;
+};
+
+#define HDR_PULL 128          /* Ethernet + IPv4 with options + TCP + BTH, if the frame has them */
+
+static __always_inline struct jk_fp_counters *counters(uint32_t id)
+{
+	return bpf_map_lookup_elem(&jk_counters, &id);
+}
+
+/* Counts a drop against vNIC id (JK_FP_GLOBAL: none) and the host. */
+static __always_inline int drop(uint32_t id, unsigned why)
+{
+	struct jk_fp_counters *c = counters(id);
+
+	if (c && why < JK_DROP__COUNT)
+		c->v.drops[why]++;
+	if (id != JK_FP_GLOBAL && (c = counters(JK_FP_GLOBAL)) && why < JK_DROP__COUNT)
+		c->v.drops[why]++;
+	return TC_ACT_SHOT;
+}
+
+static __always_inline void count(uint32_t id, unsigned dir, unsigned cls, uint32_t bytes)
+{
+	struct jk_fp_counters *c = counters(id);
+
+	if (c && dir < JK_DIR__COUNT && cls < JK_CLASS__COUNT) {
+		c->v.traffic[dir][cls].packets++;
+		c->v.traffic[dir][cls].bytes += bytes;
+	}
+}
+
+static __always_inline bool mac_eq(const uint8_t *a, const uint8_t *b)
+{
+	return *(const uint32_t *)a == *(const uint32_t *)b && *(const uint16_t *)(a + 4) == *(const uint16_t *)(b + 4);
+}
+
+static __always_inline void mac_copy(uint8_t *dst, const uint8_t *src)
+{
+	*(uint32_t *)dst = *(const uint32_t *)src;
+	*(uint16_t *)(dst + 4) = *(const uint16_t *)(src + 4);
+}
+
+static __always_inline bool ip_is_host(uint32_t ip)
+{
+	return ip != 0 && ip != 0xffffffffu && (ip >> 28) != 0xe;
+}
+
+static __always_inline const struct jk_fp_vlt_val *vlt(uint32_t vni, uint32_t ip)
+{
+	struct jk_fp_vlt_key k = { .vni = vni, .ip = ip };
+
+	return bpf_map_lookup_elem(&jk_vlt, &k);
+}
+
+static __always_inline bool vtep_serves(uint32_t vni, uint32_t vtep)
+{
+	struct jk_fp_vtep_key k = { .vni = vni, .vtep = vtep };
+
+	return bpf_map_lookup_elem(&jk_vteps, &k) != NULL;
+}
+
+/* Makes the first HDR_PULL bytes (or the whole frame) linear. */
+static __always_inline void pull(struct __sk_buff *skb)
+{
+	uint32_t want = skb->len < HDR_PULL ? skb->len : HDR_PULL;
+
+	if ((long)skb->data_end - (long)skb->data < (long)want)
+		bpf_skb_pull_data(skb, want);
+}
+
+/* Parses the IPv4 datagram after the Ethernet header; JK_DROP_NONE or the
+ * reason, as core's parser (core/parse.c) would give it. */
+static __always_inline unsigned parse_ipv4(struct __sk_buff *skb, struct pkt *p)
+{
+	void *data = (void *)(long)skb->data, *end = (void *)(long)skb->data_end;
+	struct jk_ipv4_hdr *ip = data + sizeof(struct jk_eth_hdr);
+	uint32_t ihl, tot, frag;
+
+	if ((void *)(ip + 1) > end)
+		return JK_DROP_TRUNC_IPV4;
+	ihl = (uint32_t)(ip->ver_ihl & 0x0f) * 4;
+	tot = jk_get16(ip->tot_len);
+	if ((ip->ver_ihl >> 4) != 4 || ihl < sizeof(*ip) || tot < ihl)
+		return JK_DROP_BAD_IPV4;
+	if (tot > skb->len - sizeof(struct jk_eth_hdr))
+		return JK_DROP_TRUNC_IPV4;
+	p->src_ip = jk_get32(ip->saddr);
+	p->dst_ip = jk_get32(ip->daddr);
+	p->proto = ip->proto;
+	p->l4_ofs = sizeof(struct jk_eth_hdr) + ihl;
+	p->cls = JK_CLASS_OTHER;
+	frag = jk_get16(ip->frag_off);
+	if (frag & JK_IP_FRAG_MASK) {          /* a later fragment: no L4 header */
+		return JK_DROP_NONE;
+	}
+	if (p->proto == JK_IPPROTO_TCP) {
+		struct jk_tcp_hdr *tcp = data + p->l4_ofs;
+
+		if (p->l4_ofs > HDR_PULL || (void *)(tcp + 1) > end)
+			return JK_DROP_TRUNC_L4;
+		if ((tcp->doff >> 4) < 5)
+			return JK_DROP_BAD_L4;
+		p->cls = JK_CLASS_TCP;
+		p->sport = jk_get16(tcp->sport);
+		p->dport = jk_get16(tcp->dport);
+	} else if (p->proto == JK_IPPROTO_UDP) {
+		struct jk_udp_hdr *udp = data + p->l4_ofs;
+		uint32_t ulen;
+
+		if (p->l4_ofs > HDR_PULL || (void *)(udp + 1) > end)
+			return JK_DROP_TRUNC_L4;
+		ulen = jk_get16(udp->len);
+		if (ulen < sizeof(*udp) || ulen > tot - ihl)
+			return JK_DROP_BAD_L4;
+		p->sport = jk_get16(udp->sport);
+		p->dport = jk_get16(udp->dport);
+		if (p->dport == JK_UDP_PORT_ROCE) {
+			struct jk_bth *bth = (void *)(udp + 1);
+			unsigned ctrl;
+
+			if (frag & JK_IP_MF)
+				return JK_DROP_ROCE_FRAG;
+			if ((void *)(bth + 1) > end)
+				return JK_DROP_TRUNC_BTH;
+			p->cls = JK_CLASS_RDMA;
+			p->dqpn = jk_bth_dqpn(bth);
+			p->roce_rc = JK_BTH_OP_GROUP(bth->opcode) == JK_BTH_GROUP_RC;
+			ctrl = jk_roce_ctrl_size(bth->opcode);
+			/* Control only at its exact size, read from what is
+			 * there: the IP payload, not only the UDP length. */
+			p->roce_ctrl = ctrl && ctrl == ulen - sizeof(*udp) && ulen == tot - ihl;
+		}
+	} else if (p->proto == JK_IPPROTO_ICMP) {
+		if (p->l4_ofs > HDR_PULL || data + p->l4_ofs + sizeof(struct jk_icmp_hdr) > end)
+			return JK_DROP_TRUNC_L4;
+	}
+	if ((frag & JK_IP_MF) && p->dport == JK_UDP_PORT_ROCE && p->proto == JK_IPPROTO_UDP)
+		return JK_DROP_ROCE_FRAG;
+	return JK_DROP_NONE;
+}
+
+/* Into local vNIC `to`: a veth's peer straight into the tenant's
+ * namespace, or out of an existing device. */
+static __always_inline int deliver(const struct jk_fp_vnic *to)
+{
+	if (to->deliver == JK_FP_DELIVER_PEER)
+		return bpf_redirect_peer(to->ifindex, 0);
+	return bpf_redirect(to->ifindex, 0);
+}
+
+/* RC RDMA: admit through the RCFT under the vNIC's QP quota, except the
+ * flows' control packets, which never open a flow.  Exact on every CPU:
+ * the slot is taken before the entry is made, and given back if it is not. */
+static __always_inline unsigned rcft_admit(const struct jk_fp_vnic *v, struct pkt *p, uint32_t bytes)
+{
+	struct jk_fp_rc_key k = { .vni = v->vni, .src_ip = p->src_ip, .dst_ip = p->dst_ip, .dqpn = p->dqpn };
+	struct jk_fp_rc_val *e = bpf_map_lookup_elem(&jk_rcft, &k), fresh = {};
+	uint64_t now = bpf_ktime_get_ns();
+	uint32_t *live, n;
+	long r;
+
+	if (!e) {
+		if (p->roce_ctrl)
+			return JK_DROP_NONE;
+		live = bpf_map_lookup_elem(&jk_rc_live, &p->id);
+		if (!live)
+			return JK_DROP_RCFT_FULL;
+		n = __sync_fetch_and_add(live, 1);
+		if (v->qp_quota && n >= v->qp_quota) {
+			__sync_fetch_and_sub(live, 1);
+			return JK_DROP_QP_QUOTA;
+		}
+		fresh.vnic_id = p->id;
+		fresh.last_seen_ns = now;
+		r = bpf_map_update_elem(&jk_rcft, &k, &fresh, BPF_NOEXIST);
+		if (r) {
+			__sync_fetch_and_sub(live, 1);
+			if (r != -17 /* EEXIST: another CPU made it */)
+				return JK_DROP_RCFT_FULL;
+		} else {
+			struct jk_fp_counters *c = counters(JK_FP_GLOBAL);
+
+			if (c)
+				c->rcft_new++;
+		}
+		e = bpf_map_lookup_elem(&jk_rcft, &k);
+		if (!e)
+			return JK_DROP_NONE;
+	}
+	e->last_seen_ns = now;
+	e->packets++;
+	e->bytes += bytes;
+	return JK_DROP_NONE;
+}
+
+/* Answers an ARP request for a VPC address from the VLT, in place, back
+ * to the tenant. */
+static __always_inline int arp_answer(struct __sk_buff *skb, uint32_t id, const struct jk_fp_vlt_val *e,
+				      uint32_t target)
+{
+	void *data = (void *)(long)skb->data, *end = (void *)(long)skb->data_end;
+	struct jk_eth_hdr *eth = data;
+	struct jk_arp_hdr *arp = data + sizeof(*eth);
+	struct jk_fp_counters *c;
+
+	if ((void *)(arp + 1) > end)
+		return drop(id, JK_DROP_TRUNC_ARP);
+	mac_copy(eth->dst, eth->src);
+	mac_copy(eth->src, e->mac);
+	arp->op = jk_put16(JK_ARP_OP_REPLY);
+	mac_copy(arp->tha, arp->sha);
+	arp->tpa = arp->spa;
+	mac_copy(arp->sha, e->mac);
+	arp->spa = jk_put32(target);
+	if ((c = counters(id)))
+		c->v.arp_proxied++;
+	count(id, JK_DIR_INGRESS, JK_CLASS_OTHER, skb->len);
+	return bpf_redirect(skb->ifindex, 0);
+}
+
+/* Takes an egress packet of vNIC id to the VLT entry e: into a vNIC of
+ * this host, or a tunnel key and out of the vxlan device (hash: the outer
+ * source port's entropy, 0 to leave the kernel's). */
+static __always_inline int forward(struct __sk_buff *skb, uint32_t id, const struct jk_fp_vnic *v,
+				   const struct jk_fp_vlt_val *e, unsigned cls, uint32_t hash)
+{
+	struct bpf_tunnel_key key = {};
+	const struct jk_fp_host *h;
+	struct jk_fp_counters *c;
+	uint32_t zero = 0, dscp;
+
+	count(id, JK_DIR_EGRESS, cls, skb->len);
+	if (e->vtep == 0) {
+		uint32_t to = e->vnic_id;
+		const struct jk_fp_vnic *tv = bpf_map_lookup_elem(&jk_vnics, &to);
+
+		if (!tv || !tv->in_use)
+			return drop(id, JK_DROP_VNIC_DOWN);
+		count(to, JK_DIR_INGRESS, cls, skb->len);
+		if ((c = counters(JK_FP_GLOBAL)))
+			c->local_delivered++;
+		return deliver(tv);
+	}
+	h = bpf_map_lookup_elem(&jk_host, &zero);
+	if (!h)
+		return drop(id, JK_DROP_NO_ROUTE);
+	dscp = cls == JK_CLASS_RDMA ? v->dscp_rdma : v->dscp_tcp;
+	key.remote_ipv4 = e->vtep;
+	key.tunnel_id = v->vni;
+	key.tunnel_tos = (uint8_t)(dscp << 2);     /* the kernel adds the inner ECN (docs/datapath.md) */
+	key.tunnel_ttl = (uint8_t)h->ttl;
+	if (bpf_skb_set_tunnel_key(skb, &key, sizeof(key), BPF_F_ZERO_CSUM_TX))
+		return drop(id, JK_DROP_NO_ROUTE);
+	if (hash)
+		bpf_set_hash(skb, hash);
+	if ((c = counters(JK_FP_GLOBAL)))
+		c->encapped++;
+	return bpf_redirect(h->vxlan_ifindex, 0);
+}
+
+static __always_inline int from_vnic_arp(struct __sk_buff *skb, uint32_t id, const struct jk_fp_vnic *v)
+{
+	void *data = (void *)(long)skb->data, *end = (void *)(long)skb->data_end;
+	struct jk_arp_hdr *arp = data + sizeof(struct jk_eth_hdr);
+	const struct jk_fp_vlt_val *e;
+	uint32_t spa, tpa;
+
+	if ((void *)(arp + 1) > end)
+		return drop(id, JK_DROP_TRUNC_ARP);
+	if (jk_get16(arp->htype) != JK_ARP_HTYPE_ETHER || jk_get16(arp->ptype) != JK_ETHERTYPE_IPV4 ||
+	    arp->hlen != JK_ETH_ALEN || arp->plen != 4)
+		return drop(id, JK_DROP_BAD_ARP);
+	if (!mac_eq(arp->sha, v->mac))
+		return drop(id, JK_DROP_SPOOF_MAC);
+	spa = jk_get32(arp->spa);
+	tpa = jk_get32(arp->tpa);
+	if (spa != v->ip && spa != 0)
+		return drop(id, JK_DROP_SPOOF_IP);
+	if (spa == 0 || tpa == v->ip)
+		return drop(id, JK_DROP_ARP_IGNORED);
+	e = vlt(v->vni, tpa);
+	if (jk_get16(arp->op) == JK_ARP_OP_REQUEST) {
+		if (!e)
+			return drop(id, JK_DROP_ARP_IGNORED);
+		return arp_answer(skb, id, e, tpa);
+	}
+	/* A reply (to a request a foreign VTEP flooded to us) goes to its
+	 * target, without whatever followed the ARP body. */
+	if (!e)
+		return drop(id, JK_DROP_NO_ROUTE);
+	if (skb->len > sizeof(struct jk_eth_hdr) + sizeof(*arp) &&
+	    bpf_skb_change_tail(skb, sizeof(struct jk_eth_hdr) + sizeof(*arp), 0))
+		return drop(id, JK_DROP_TRUNC_ARP);
+	return forward(skb, id, v, e, JK_CLASS_OTHER, 0);
+}
+
+/* The outer UDP source port's entropy: core/vxlan.c's words (the inner
+ * flow, and for RoCE the destination QP) and hash; the kernel maps it into
+ * the vxlan device's port range. */
+static __always_inline uint32_t flow_hash(const struct pkt *p)
+{
+	uint32_t w[5] = { p->src_ip, p->dst_ip, (uint32_t)p->sport << 16 | p->dport, p->proto,
+			  p->cls == JK_CLASS_RDMA ? p->dqpn : 0 };
+	uint32_t h = jk_hash_words(w, 5, JK_VXLAN_SPORT_SEED);
+
+	return h ? h : 1;
+}
+
+static __always_inline int from_vnic_ipv4(struct __sk_buff *skb, uint32_t id, const struct jk_fp_vnic *v)
+{
+	struct pkt p = { .id = id };
+	const struct jk_fp_vlt_val *e;
+	uint32_t l3_len, seg;
+	void *data, *end;
+	struct jk_eth_hdr *eth;
+	unsigned why;
+
+	why = parse_ipv4(skb, &p);
+	if (why != JK_DROP_NONE)
+		return drop(id, why);
+	if (p.src_ip != v->ip)
+		return drop(id, JK_DROP_SPOOF_IP);
+	data = (void *)(long)skb->data;
+	end = (void *)(long)skb->data_end;
+	eth = data;
+	if ((void *)(eth + 1) > end)
+		return drop(id, JK_DROP_TRUNC_ETH);
+	if (!ip_is_host(p.dst_ip) || (eth->dst[0] & 1))
+		return drop(id, JK_DROP_BROADCAST);
+	{
+		struct jk_ipv4_hdr *ip = data + sizeof(*eth);
+
+		if ((void *)(ip + 1) > end)
+			return drop(id, JK_DROP_TRUNC_IPV4);
+		l3_len = jk_get16(ip->tot_len);
+	}
+	/* Carry the datagram only: a trailer is cut. */
+	if (skb->len > sizeof(struct jk_eth_hdr) + l3_len &&
+	    bpf_skb_change_tail(skb, sizeof(struct jk_eth_hdr) + l3_len, 0))
+		return drop(id, JK_DROP_TRUNC_IPV4);
+	if (skb->gso_size) {
+		/* Each segment, not the super-frame, must fit the MTU. */
+		seg = p.l4_ofs - sizeof(struct jk_eth_hdr) + skb->gso_size;
+		if (p.proto == JK_IPPROTO_TCP) {
+			struct jk_tcp_hdr *tcp;
+
+			data = (void *)(long)skb->data;
+			end = (void *)(long)skb->data_end;
+			tcp = data + (p.l4_ofs & 0xff);
+			if ((void *)(tcp + 1) > end)
+				return drop(id, JK_DROP_TRUNC_L4);
+			seg += (uint32_t)(tcp->doff >> 4) * 4;
+		} else if (p.proto == JK_IPPROTO_UDP) {
+			seg += sizeof(struct jk_udp_hdr);
+		} else {
+			return drop(id, JK_DROP_VNET_GSO);
+		}
+		if (seg > v->mtu)
+			return drop(id, JK_DROP_MTU);
+	} else if (l3_len > v->mtu) {
+		return drop(id, JK_DROP_MTU);
+	}
+	if (p.roce_rc && (why = rcft_admit(v, &p, skb->len)) != JK_DROP_NONE)
+		return drop(id, why);
+	e = vlt(v->vni, p.dst_ip);
+	if (!e)
+		return drop(id, JK_DROP_NO_ROUTE);
+	return forward(skb, id, v, e, p.cls, flow_hash(&p));
+}
+
+SEC("tc")
+int jk_from_vnic(struct __sk_buff *skb)
+{
+	uint32_t ifindex = skb->ifindex, id, *idp;
+	const struct jk_fp_vnic *v;
+	void *data, *end;
+	struct jk_eth_hdr *eth;
+	uint16_t type;
+
+	/* The tenant never picks a queue or a class. */
+	skb->priority = 0;
+	skb->mark = 0;
+	idp = bpf_map_lookup_elem(&jk_ports, &ifindex);
+	if (!idp)
+		return drop(JK_FP_GLOBAL, JK_DROP_VNIC_DOWN);
+	id = *idp;
+	v = bpf_map_lookup_elem(&jk_vnics, &id);
+	if (!v || !v->in_use)
+		return drop(JK_FP_GLOBAL, JK_DROP_VNIC_DOWN);
+	pull(skb);
+	data = (void *)(long)skb->data;
+	end = (void *)(long)skb->data_end;
+	eth = data;
+	if ((void *)(eth + 1) > end)
+		return drop(id, JK_DROP_TRUNC_ETH);
+	if (!mac_eq(eth->src, v->mac))
+		return drop(id, JK_DROP_SPOOF_MAC);
+	type = jk_get16(eth->type);
+	if (type == JK_ETHERTYPE_ARP)
+		return from_vnic_arp(skb, id, v);
+	if (type != JK_ETHERTYPE_IPV4)
+		return drop(id, JK_DROP_ETHERTYPE);
+	return from_vnic_ipv4(skb, id, v);
+}
+
+SEC("tc")
+int jk_from_underlay(struct __sk_buff *skb)
+{
+	struct bpf_tunnel_key key = {};
+	uint32_t zero = 0, vni, vtep, to;
+	const struct jk_fp_host *h = bpf_map_lookup_elem(&jk_host, &zero);
+	const struct jk_fp_vlt_val *src, *dst;
+	const struct jk_fp_vnic *v;
+	struct jk_fp_counters *c;
+	struct pkt p = { .id = JK_FP_GLOBAL };
+	void *data, *end;
+	struct jk_eth_hdr *eth;
+	unsigned why;
+	bool arp;
+
+	skb->priority = 0;
+	skb->mark = 0;
+	if (!h || bpf_skb_get_tunnel_key(skb, &key, sizeof(key), 0))
+		return drop(JK_FP_GLOBAL, JK_DROP_UNDERLAY_TRUNC);
+	vni = (uint32_t)key.tunnel_id;
+	vtep = key.remote_ipv4;
+	if (!vtep_serves(vni, h->vtep))
+		return drop(JK_FP_GLOBAL, JK_DROP_UNKNOWN_VNI);
+	if (!vtep_serves(vni, vtep))
+		return drop(JK_FP_GLOBAL, JK_DROP_UNKNOWN_VTEP);
+	pull(skb);
+	data = (void *)(long)skb->data;
+	end = (void *)(long)skb->data_end;
+	eth = data;
+	if ((void *)(eth + 1) > end)
+		return drop(JK_FP_GLOBAL, JK_DROP_TRUNC_ETH);
+	arp = jk_get16(eth->type) == JK_ETHERTYPE_ARP;
+	if (arp) {
+		struct jk_arp_hdr *a = data + sizeof(*eth);
+
+		if ((void *)(a + 1) > end)
+			return drop(JK_FP_GLOBAL, JK_DROP_TRUNC_ARP);
+		if (jk_get16(a->htype) != JK_ARP_HTYPE_ETHER || jk_get16(a->ptype) != JK_ETHERTYPE_IPV4 ||
+		    a->hlen != JK_ETH_ALEN || a->plen != 4)
+			return drop(JK_FP_GLOBAL, JK_DROP_BAD_ARP);
+		p.src_ip = jk_get32(a->spa);
+		p.dst_ip = jk_get32(a->tpa);
+		p.cls = JK_CLASS_OTHER;
+	} else if (jk_get16(eth->type) == JK_ETHERTYPE_IPV4) {
+		why = parse_ipv4(skb, &p);
+		if (why != JK_DROP_NONE)
+			return drop(JK_FP_GLOBAL, why);
+	} else {
+		return drop(JK_FP_GLOBAL, JK_DROP_ETHERTYPE);
+	}
+	/* The inner source must be an address located at the sending VTEP. */
+	src = vlt(vni, p.src_ip);
+	if (!src || src->vtep == 0 || src->vtep != vtep)
+		return drop(JK_FP_GLOBAL, JK_DROP_INGRESS_SPOOF);
+	dst = vlt(vni, p.dst_ip);
+	if (!dst || dst->vtep != 0)
+		return drop(JK_FP_GLOBAL, JK_DROP_NO_LOCAL_VNIC);
+	to = dst->vnic_id;
+	v = bpf_map_lookup_elem(&jk_vnics, &to);
+	if (!v || !v->in_use)
+		return drop(JK_FP_GLOBAL, JK_DROP_NO_LOCAL_VNIC);
+	data = (void *)(long)skb->data;
+	end = (void *)(long)skb->data_end;
+	eth = data;
+	if ((void *)(eth + 1) > end)
+		return drop(JK_FP_GLOBAL, JK_DROP_TRUNC_ETH);
+	if (!arp && !mac_eq(eth->dst, v->mac))
+		return drop(JK_FP_GLOBAL, JK_DROP_NO_LOCAL_VNIC);
+	if ((c = counters(JK_FP_GLOBAL)))
+		c->decapped++;
+	count(to, JK_DIR_INGRESS, p.cls, skb->len);
+	return deliver(v);
+}

@@ -1,0 +1,22 @@
+# src/bpf — the kernel fast path's programs (clang -target bpf), compiled
+# with core's headers, and the skeleton jakirod loads them through
+# (bpftool gen skeleton).  docs/datapath.md, "Kernel fast path".
+BPF_CLANG  ?= clang
+BPF_CFLAGS := -O2 -g -target bpf -mcpu=v3 -ffreestanding -Wall -Werror -Isrc \
+              -I/usr/include/$(shell $(CC) -dumpmachine)
+BPF_OBJ    := $(BUILD)/bpf/jakiro.bpf.o
+BPF_SKEL   := $(BUILD)/gen/jakiro.skel.h
+BPF_HDRS   := src/bpf/fastpath.h src/core/wire.h src/core/counters.h src/core/hash.h src/core/vxlan.h src/core/pkt.h
+
+$(BPF_OBJ): src/bpf/jakiro.bpf.c $(BPF_HDRS)
+	@mkdir -p $(dir $@)
+	$(BPF_CLANG) $(BPF_CFLAGS) -c $< -o $@
+
+$(BPF_SKEL): $(BPF_OBJ)
+	@mkdir -p $(dir $@)
+	bpftool gen skeleton $< name jakiro_bpf > $@.tmp && mv $@.tmp $@
+
+# jakirod's loader includes the skeleton (the programs' bytes are in it).
+$(BUILD)/obj/src/daemon/ebpf.o: $(BPF_SKEL)
+$(BUILD)/obj/src/daemon/ebpf.o: CFLAGS += -I$(BUILD)/gen
+all: $(BPF_OBJ)

@@ -1,0 +1,44 @@
+/* ebpf.h — the kernel fast path's provider (docs/datapath.md, "Kernel fast
+ * path"): jakirod loads the programs of src/bpf/, creates the collect_md
+ * vxlan device, hooks every vNIC's host-side device, and mirrors the
+ * core's tables into the programs' maps.  The core (struct jk_dp) stays
+ * the control plane's truth: every change is validated and applied there
+ * first, then mirrored here, under dp_lock.  The kernel forwards; jakirod
+ * only reads counters back and ages the RCFT.
+ *
+ * Functions return 0 or -errno, with a message in err where they take one.
+ */
+#ifndef JK_EBPF_H
+#define JK_EBPF_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct jakirod;
+
+#define JK_EBPF_VXLAN_DEV "jk-vxlan"
+
+/* Loads the programs (the verifier's refusal is the message), creates
+ * the vxlan device and hooks it.  Nothing is left behind on failure. */
+int jk_ebpf_open(struct jakirod *d, char *err, size_t errlen);
+/* Unhooks everything and removes the vxlan device. */
+void jk_ebpf_close(struct jakirod *d);
+
+/* vNIC id has just been added to the core with its port open: its map
+ * entries, then its device hooked. */
+int jk_ebpf_vnic_attach(struct jakirod *d, uint16_t id, char *err, size_t errlen);
+/* Before vNIC id leaves the core: unhooked, its entries and flows gone. */
+void jk_ebpf_vnic_detach(struct jakirod *d, uint16_t id);
+/* vNIC id's settings changed in the core (MTU, quota, DSCP). */
+void jk_ebpf_vnic_update(struct jakirod *d, uint16_t id);
+/* The core's VLT entry (vni, ip) changed (added, replaced or deleted). */
+void jk_ebpf_vlt_sync(struct jakirod *d, uint32_t vni, uint32_t ip);
+
+/* Copies the programs' counters and RCFT fill into the core's counters,
+ * which show, stats and /metrics read.  Under dp_lock. */
+void jk_ebpf_sync_counters(struct jakirod *d);
+/* Removes RCFT entries idle for longer than idle_ns, giving back their
+ * vNIC's quota slot.  Under dp_lock. */
+void jk_ebpf_age(struct jakirod *d, uint64_t idle_ns);
+
+#endif
