@@ -95,6 +95,7 @@ struct pkt {
 	uint32_t l4_ofs;
 	uint8_t  proto, cls;
 	bool     roce_rc, roce_ctrl;
+	uint16_t frag_off;        /* flags and offset, host order */
 	uint32_t dqpn;
 	uint16_t sport, dport;
 };
@@ -135,8 +136,7 @@ static __always_inline bool mac_eq(const uint8_t *a, const uint8_t *b)
 
 static __always_inline void mac_copy(uint8_t *dst, const uint8_t *src)
 {
-	*(uint32_t *)dst = *(const uint32_t *)src;
-	*(uint16_t *)(dst + 4) = *(const uint16_t *)(src + 4);
+	__builtin_memcpy(dst, src, JK_ETH_ALEN);
 }
 
 static __always_inline bool ip_is_host(uint32_t ip)
@@ -189,6 +189,7 @@ static __always_inline unsigned parse_ipv4(struct __sk_buff *skb, struct pkt *p)
 	p->l4_ofs = sizeof(struct jk_eth_hdr) + ihl;
 	p->cls = JK_CLASS_OTHER;
 	frag = jk_get16(ip->frag_off);
+	p->frag_off = (uint16_t)frag;
 	if (frag & JK_IP_FRAG_MASK) {          /* a later fragment: no L4 header */
 		return JK_DROP_NONE;
 	}
@@ -405,6 +406,66 @@ static __always_inline uint32_t flow_hash(const struct pkt *p)
 	return h ? h : 1;
 }
 
+/* RFC 1191: a DF datagram over the vNIC's MTU is answered, in place and
+ * back to the tenant, with ICMP "fragmentation needed" from its
+ * destination (what core/answer.c builds): the IPv4 header and 8 bytes of
+ * the datagram quoted. */
+#define ICMP_QUOTE_MAX (60 + 8)
+
+static __always_inline uint16_t csum_fold(int64_t sum)
+{
+	uint32_t s = (uint32_t)sum;
+
+	s = (s & 0xffff) + (s >> 16);
+	s = (s & 0xffff) + (s >> 16);
+	return (uint16_t)~s;
+}
+
+static __always_inline int frag_needed(struct __sk_buff *skb, uint32_t id, const struct jk_fp_vnic *v,
+				       const struct jk_fp_vlt_val *dst, const struct pkt *p)
+{
+	struct {
+		struct jk_ipv4_hdr ip;
+		struct jk_icmp_hdr icmp;
+		uint8_t quote[ICMP_QUOTE_MAX];
+	} __attribute__((packed)) a = {};
+	struct jk_eth_hdr eth;
+	struct jk_fp_counters *c;
+	uint32_t qlen = p->l4_ofs - sizeof(struct jk_eth_hdr) + 8;
+
+	if (qlen > ICMP_QUOTE_MAX || qlen < sizeof(struct jk_ipv4_hdr) + 8)
+		return drop(id, JK_DROP_MTU);
+	if (bpf_skb_load_bytes(skb, sizeof(eth), a.quote, qlen))
+		return drop(id, JK_DROP_MTU);
+	a.ip.ver_ihl = 0x45;
+	a.ip.tot_len = jk_put16((uint16_t)(sizeof(a.ip) + sizeof(a.icmp) + qlen));
+	a.ip.ttl = 64;
+	a.ip.proto = JK_IPPROTO_ICMP;
+	a.ip.saddr = jk_put32(p->dst_ip);
+	a.ip.daddr = jk_put32(p->src_ip);
+	a.ip.csum.raw = csum_fold(bpf_csum_diff(NULL, 0, (void *)&a.ip, sizeof(a.ip), 0));
+	a.icmp.type = JK_ICMP_DEST_UNREACH;
+	a.icmp.code = JK_ICMP_FRAG_NEEDED;
+	a.icmp.seq = jk_put16(v->mtu);
+	a.icmp.csum.raw = csum_fold(bpf_csum_diff(NULL, 0, (void *)&a.icmp, sizeof(a.icmp) + qlen, 0));
+	mac_copy(eth.dst, v->mac);
+	mac_copy(eth.src, dst->mac);
+	eth.type = jk_put16(JK_ETHERTYPE_IPV4);
+	if (bpf_skb_change_tail(skb, sizeof(eth) + sizeof(a.ip) + sizeof(a.icmp) + qlen, 0) ||
+	    bpf_skb_store_bytes(skb, 0, &eth, sizeof(eth), 0) ||
+	    bpf_skb_store_bytes(skb, sizeof(eth), &a, sizeof(a.ip) + sizeof(a.icmp) + qlen, 0))
+		return drop(id, JK_DROP_MTU);
+	/* Counted as core counts it: an MTU drop, and the answer. */
+	if ((c = counters(id))) {
+		c->v.drops[JK_DROP_MTU]++;
+		c->v.icmp_frag_needed++;
+	}
+	if ((c = counters(JK_FP_GLOBAL)))
+		c->v.drops[JK_DROP_MTU]++;
+	count(id, JK_DIR_INGRESS, JK_CLASS_OTHER, skb->len);
+	return bpf_redirect(skb->ifindex, 0);
+}
+
 static __always_inline int from_vnic_ipv4(struct __sk_buff *skb, uint32_t id, const struct jk_fp_vnic *v)
 {
 	struct pkt p = { .id = id };
@@ -457,7 +518,12 @@ static __always_inline int from_vnic_ipv4(struct __sk_buff *skb, uint32_t id, co
 		if (seg > v->mtu)
 			return drop(id, JK_DROP_MTU);
 	} else if (l3_len > v->mtu) {
-		return drop(id, JK_DROP_MTU);
+		if (!(p.frag_off & JK_IP_DF))
+			return drop(id, JK_DROP_MTU);
+		e = vlt(v->vni, p.dst_ip);
+		if (!e)
+			return drop(id, JK_DROP_NO_ROUTE);
+		return frag_needed(skb, id, v, e, &p);
 	}
 	if (p.roce_rc && (why = rcft_admit(v, &p, skb->len)) != JK_DROP_NONE)
 		return drop(id, why);

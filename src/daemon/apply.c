@@ -192,7 +192,7 @@ static int vnic_precheck(struct jakirod *d, const struct jk_vnic_conf *v, char *
 		snprintf(err, errlen, "mtu: must be 576-%u (underlay MTU %u - 50)", max_mtu, d->conf->underlay_mtu);
 		return -EINVAL;
 	}
-	if (v->backend == JK_BACKEND_TAP && if_nametoindex(v->ifname)) {
+	if (v->backend == JK_BACKEND_TAP && if_nametoindex(v->ifname) && !jk_ebpf_adoptable(d, v->ifname)) {
 		snprintf(err, errlen, "ifname: an interface \"%s\" already exists", v->ifname);
 		return -EEXIST;
 	}
@@ -252,7 +252,7 @@ static int vnic_up(struct jakirod *d, const struct jk_vnic_conf *v, char *err, s
 	cfg.dscp_rdma = v->dscp_rdma;
 	cfg.dscp_tcp = v->dscp_tcp;
 	if (d->ebpf)
-		r = jk_port_open_kernel(&port, &eff, vpc->prefix_len, err, errlen);
+		r = jk_port_open_kernel(&port, &eff, vpc->prefix_len, jk_ebpf_adoptable(d, eff.ifname), err, errlen);
 	else
 		r = jk_port_open(&port, &eff, vpc->prefix_len, d->n_threads, err, errlen);
 	if (r)

@@ -254,7 +254,14 @@ static json_t *show_rcft(struct jakirod *d, uint64_t now)
 	json_t *flows = json_array(), *per = json_array();
 	struct jk_dp_snapshot snap;
 	uint32_t n;
-	struct jk_rcft_entry *copy = copy_table(d, rcft_next, sizeof(*copy), d->dp->rcft.t.max_count, &n);
+	struct jk_rcft_entry *copy;
+
+	if (d->ebpf) {       /* the kernel's RCFT, read from its map */
+		copy = malloc(JK_RCFT_ENTRIES * sizeof(*copy));
+		n = copy ? jk_ebpf_rcft_copy(d, copy, JK_RCFT_ENTRIES) : 0;
+	} else {
+		copy = copy_table(d, rcft_next, sizeof(*copy), d->dp->rcft.t.max_count, &n);
+	}
 
 	for (const struct jk_rcft_entry *e = copy; copy && e < copy + n; e++)
 		json_array_append_new(
@@ -266,6 +273,8 @@ static json_t *show_rcft(struct jakirod *d, uint64_t now)
 					 (json_int_t)(now > e->last_seen_ns ? (now - e->last_seen_ns) / 1000000 : 0)));
 	free(copy);
 	pthread_mutex_lock(&d->dp_lock);
+	if (d->ebpf)
+		jk_ebpf_sync_counters(d);
 	for (uint16_t i = 0; i < JK_MAX_VNICS; i++) {
 		struct jk_vnic *v = jk_dp_vnic(d->dp, i);
 

@@ -5,7 +5,10 @@
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include <dirent.h>
 #include <errno.h>
+#include <limits.h>
+#include <linux/magic.h>
 #include <net/if.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -13,10 +16,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "bpf/fastpath.h"
+#include "core/rcft.h"
 #include "core/vlt.h"
 #include "daemon/jakirod.h"
 #include "daemon/nl.h"
@@ -31,6 +38,8 @@ _Static_assert(JK_FP_RCFT_MAX == JK_RCFT_ENTRIES, "the RCFT holds what the quota
 
 struct jk_ebpf {
 	struct jakiro_bpf *skel;
+	char pin_dir[128];                 /* BPFFS/jakiro/<netns inode>-<host> */
+	bool adopting;                     /* a killed jakirod's pins were there: taking them over */
 	unsigned vxlan_ifindex;
 	int underlay_link;
 	int vnic_link[JK_MAX_VNICS];       /* -1: not hooked */
@@ -38,6 +47,8 @@ struct jk_ebpf {
 	int ncpus;
 	struct jk_fp_counters *percpu;     /* a lookup's buffer: one value per CPU */
 };
+
+static void rcft_sweep(struct jk_ebpf *e, uint32_t id, uint64_t idle_ns);
 
 /* The verifier's log of the last load, for the error message. */
 static char verifier_log[8192];
@@ -56,27 +67,91 @@ static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap
 	return 0;
 }
 
-/* The last line of libbpf's log that says why (the verifier's own last
- * words come just before libbpf's summary). */
+/* Why the kernel refused: the verifier's last words (the line before its
+ * "verification time" summary), else the log's last line. */
 static const char *log_reason(void)
 {
 	static char line[512];
-	char *end = verifier_log + verifier_log_len, *p;
+	char *end = strstr(verifier_log, "\nverification time"), *p;
 
-	while (end > verifier_log && (end[-1] == '\n' || end[-1] == ' '))
-		*--end = '\0';
+	if (!end) {
+		end = verifier_log + verifier_log_len;
+		while (end > verifier_log && (end[-1] == '\n' || end[-1] == ' '))
+			end--;
+	}
 	p = end;
 	while (p > verifier_log && p[-1] != '\n')
 		p--;
-	snprintf(line, sizeof(line), "%s", p);
+	snprintf(line, sizeof(line), "%.*s", (int)(end - p < (long)sizeof(line) - 1 ? end - p : (long)sizeof(line) - 1),
+		 p);
 	return line[0] ? line : "no log";
 }
 
-static int tcx_attach(int prog_fd, unsigned ifindex)
-{
-	int fd = bpf_link_create(prog_fd, (int)ifindex, (enum bpf_attach_type)JK_BPF_TCX_INGRESS, NULL);
+/* Pinned under the bpf filesystem, maps and links outlive jakirod: killed,
+ * it leaves the kernel forwarding; restarted, it finds them there and
+ * takes them over (docs/datapath.md, "The datapath outlives the daemon").
+ * One directory per jakirod: its network namespace and host name. */
+#define BPFFS "/sys/fs/bpf"
 
-	return fd < 0 ? -errno : fd;
+static int pin_dir_make(struct jk_ebpf *e, const char *host, char *err, size_t errlen)
+{
+	struct stat ns;
+	struct statfs fs;
+
+	if (statfs(BPFFS, &fs) < 0 || fs.f_type != BPF_FS_MAGIC) {
+		if (mount("bpf", BPFFS, "bpf", 0, "mode=700") < 0) {
+			snprintf(err, errlen, "datapath: ebpf: no bpf filesystem at %s and cannot mount one: %s", BPFFS,
+				 strerror(errno));
+			return -errno;
+		}
+		fprintf(stderr, "jakirod: mounted a bpf filesystem at %s: in a mount namespace of jakirod's own (ip netns "
+				"exec) it goes when jakirod does, and forwarding with it (use nsenter --net)\n", BPFFS);
+	}
+	if (stat("/proc/self/ns/net", &ns) < 0) {
+		snprintf(err, errlen, "datapath: ebpf: /proc/self/ns/net: %s", strerror(errno));
+		return -errno;
+	}
+	mkdir(BPFFS "/jakiro", 0700);
+	snprintf(e->pin_dir, sizeof(e->pin_dir), BPFFS "/jakiro/%lu-%s", (unsigned long)ns.st_ino, host);
+	e->adopting = access(e->pin_dir, F_OK) == 0;
+	if (mkdir(e->pin_dir, 0700) < 0 && errno != EEXIST) {
+		snprintf(err, errlen, "datapath: ebpf: cannot make %s: %s", e->pin_dir, strerror(errno));
+		return -errno;
+	}
+	return 0;
+}
+
+/* The pin of a vNIC's link: "v" for a veth jakirod made (removed with
+ * the link when its vNIC is gone for good), "x" for a device it did not. */
+static void link_pin_path(const struct jk_ebpf *e, char kind, const char *ifname, char *path, size_t len)
+{
+	snprintf(path, len, "%s/link-%c-%s", e->pin_dir, kind, ifname);
+}
+
+/* Hooks prog on ifindex's tcx ingress through the link pinned at path:
+ * an existing one (a jakirod before us made it) is given the new program
+ * in one step, so no packet meets an unhooked device.  The link's fd, or
+ * -errno. */
+static int tcx_hook(int prog_fd, unsigned ifindex, const char *path)
+{
+	int fd = bpf_obj_get(path);
+
+	if (fd >= 0) {
+		if (bpf_link_update(fd, prog_fd, NULL) == 0)
+			return fd;
+		close(fd);
+		unlink(path);           /* a link of a device since gone */
+	}
+	fd = bpf_link_create(prog_fd, (int)ifindex, (enum bpf_attach_type)JK_BPF_TCX_INGRESS, NULL);
+	if (fd < 0)
+		return -errno;
+	if (bpf_obj_pin(fd, path) < 0) {
+		int r = -errno;
+
+		close(fd);
+		return r;
+	}
+	return fd;
 }
 
 static int map_fd(const struct bpf_map *m)
@@ -92,10 +167,64 @@ static int host_write(struct jakirod *d)
 	return bpf_map_update_elem(map_fd(d->ebpf->skel->maps.jk_host), &zero, &h, BPF_ANY) ? -errno : 0;
 }
 
+/* Pins every map in the pin directory (an existing pin is reused by
+ * libbpf at load, if it matches). */
+static void maps_pin_paths(struct jk_ebpf *e)
+{
+	struct bpf_map *m;
+	char path[PATH_MAX];
+
+	bpf_object__for_each_map(m, e->skel->obj) {
+		snprintf(path, sizeof(path), "%s/%s", e->pin_dir, bpf_map__name(m));
+		bpf_map__set_pin_path(m, path);
+	}
+}
+
+static void maps_unpin(struct jk_ebpf *e)
+{
+	struct bpf_map *m;
+
+	bpf_object__for_each_map(m, e->skel->obj)
+		bpf_map__unpin(m, NULL);
+}
+
+/* Opens and loads the programs, reusing the pinned maps.  Maps of an
+ * older layout (a jakirod of another version) are dropped for new ones:
+ * what they held is rewritten from the configuration anyway. */
+static int programs_load(struct jk_ebpf *e, char *err, size_t errlen)
+{
+	for (int attempt = 0; attempt < 2; attempt++) {
+		int r;
+
+		e->skel = jakiro_bpf__open();
+		if (!e->skel) {
+			r = errno ? -errno : -ENOMEM;
+			snprintf(err, errlen, "datapath: ebpf: cannot open the programs: %s", strerror(-r));
+			return r;
+		}
+		maps_pin_paths(e);
+		r = jakiro_bpf__load(e->skel);
+		if (r == 0)
+			return 0;
+		if (attempt == 0 && e->adopting && strstr(verifier_log, "couldn't reuse pinned map")) {
+			maps_unpin(e);
+			jakiro_bpf__destroy(e->skel);
+			e->skel = NULL;
+			e->adopting = false;
+			continue;
+		}
+		snprintf(err, errlen, "datapath: ebpf: the kernel refused the programs (%s): %s", strerror(-r),
+			 log_reason());
+		return r;
+	}
+	return -EINVAL;
+}
+
 int jk_ebpf_open(struct jakirod *d, char *err, size_t errlen)
 {
 	struct jk_ebpf *e = calloc(1, sizeof(*e));
 	size_t mmap_len = JK_FP_VNICS * sizeof(uint32_t);
+	char path[PATH_MAX];
 	int r;
 
 	if (!e) {
@@ -111,18 +240,13 @@ int jk_ebpf_open(struct jakirod *d, char *err, size_t errlen)
 	verifier_log_len = 0;
 	verifier_log[0] = '\0';
 	libbpf_set_print(libbpf_log);
-	e->skel = jakiro_bpf__open();
-	if (!e->skel || !e->percpu) {
-		r = -errno ? -errno : -ENOMEM;
-		snprintf(err, errlen, "datapath: ebpf: cannot open the programs: %s", strerror(-r));
+	if (!e->percpu) {
+		snprintf(err, errlen, "datapath: out of memory");
+		r = -ENOMEM;
 		goto fail;
 	}
-	r = jakiro_bpf__load(e->skel);
-	if (r) {
-		snprintf(err, errlen, "datapath: ebpf: the kernel refused the programs (%s): %s", strerror(-r),
-			 log_reason());
+	if ((r = pin_dir_make(e, d->conf->host, err, errlen)) || (r = programs_load(e, err, errlen)))
 		goto fail;
-	}
 	e->rc_live = mmap(NULL, mmap_len, PROT_READ | PROT_WRITE, MAP_SHARED, map_fd(e->skel->maps.jk_rc_live), 0);
 	if (e->rc_live == MAP_FAILED) {
 		e->rc_live = NULL;
@@ -130,37 +254,92 @@ int jk_ebpf_open(struct jakirod *d, char *err, size_t errlen)
 		snprintf(err, errlen, "datapath: ebpf: cannot map jk_rc_live: %s", strerror(errno));
 		goto fail;
 	}
-	/* A leftover of a jakirod that died is ours to replace. */
-	jk_nl_link_del(JK_EBPF_VXLAN_DEV);
-	r = jk_nl_vxlan_add(JK_EBPF_VXLAN_DEV, JK_UDP_PORT_VXLAN, (uint16_t)(d->conf->underlay_mtu - JK_VXLAN_OVERHEAD));
-	if (r == 0)
-		r = jk_nl_link_setup(JK_EBPF_VXLAN_DEV, NULL, NULL, 0);
-	if (r) {
-		snprintf(err, errlen, "datapath: ebpf: cannot create the vxlan device \"%s\": %s", JK_EBPF_VXLAN_DEV,
-			 strerror(-r));
-		goto fail;
+	/* Taken over: RC flows are admitted again on their next packet (the
+	 * vNICs' ids may differ from the killed jakirod's). */
+	if (e->adopting)
+		rcft_sweep(e, JK_FP_VNICS, 0);
+	memset(e->rc_live, 0, mmap_len);
+	/* Taken over, the device stays (forwarding goes on through it); a
+	 * leftover with no pinned state is replaced. */
+	e->vxlan_ifindex = e->adopting ? if_nametoindex(JK_EBPF_VXLAN_DEV) : 0;
+	if (!e->vxlan_ifindex) {
+		jk_nl_link_del(JK_EBPF_VXLAN_DEV);
+		r = jk_nl_vxlan_add(JK_EBPF_VXLAN_DEV, JK_UDP_PORT_VXLAN,
+				    (uint16_t)(d->conf->underlay_mtu - JK_VXLAN_OVERHEAD));
+		if (r == 0)
+			r = jk_nl_link_setup(JK_EBPF_VXLAN_DEV, NULL, NULL, 0);
+		if (r) {
+			snprintf(err, errlen, "datapath: ebpf: cannot create the vxlan device \"%s\": %s",
+				 JK_EBPF_VXLAN_DEV, strerror(-r));
+			goto fail;
+		}
+		e->vxlan_ifindex = if_nametoindex(JK_EBPF_VXLAN_DEV);
 	}
-	e->vxlan_ifindex = if_nametoindex(JK_EBPF_VXLAN_DEV);
 	if ((r = host_write(d))) {
 		snprintf(err, errlen, "datapath: ebpf: cannot write jk_host: %s", strerror(-r));
 		goto fail;
 	}
-	e->underlay_link = tcx_attach(bpf_program__fd(e->skel->progs.jk_from_underlay), e->vxlan_ifindex);
+	snprintf(path, sizeof(path), "%s/link-underlay", e->pin_dir);
+	e->underlay_link = tcx_hook(bpf_program__fd(e->skel->progs.jk_from_underlay), e->vxlan_ifindex, path);
 	if (e->underlay_link < 0) {
 		r = e->underlay_link;
 		snprintf(err, errlen, "datapath: ebpf: cannot hook \"%s\" (tcx ingress): %s", JK_EBPF_VXLAN_DEV,
 			 strerror(-r));
 		goto fail;
 	}
+	if (e->adopting)
+		fprintf(stderr, "jakirod: %s: took over the kernel fast path left in %s\n", d->conf->host, e->pin_dir);
 	return 0;
 fail:
 	jk_ebpf_close(d);
 	return r;
 }
 
+bool jk_ebpf_adoptable(struct jakirod *d, const char *ifname)
+{
+	char path[PATH_MAX];
+
+	if (!d->ebpf || !d->ebpf->adopting)
+		return false;
+	link_pin_path(d->ebpf, 'v', ifname, path, sizeof(path));
+	return access(path, F_OK) == 0;
+}
+
+/* Links pinned for devices no vNIC uses now (vNICs a killed jakirod had
+ * that the configuration no longer has): unhooked, and a veth jakirod
+ * made removed. */
+void jk_ebpf_sweep_leftovers(struct jakirod *d)
+{
+	struct jk_ebpf *e = d->ebpf;
+	DIR *dir = opendir(e->pin_dir);
+	struct dirent *de;
+
+	if (!dir)
+		return;
+	while ((de = readdir(dir))) {
+		const char *ifname = de->d_name + 7;   /* "link-v-" */
+		bool used = false;
+		char path[PATH_MAX];
+
+		if (strncmp(de->d_name, "link-", 5) != 0 || strlen(de->d_name) < 8 || de->d_name[6] != '-')
+			continue;
+		for (unsigned i = 0; i < JK_MAX_VNICS && !used; i++)
+			used = jk_vnic_is_up(d, i) && strcmp(d->vnics[i].port.ifname, ifname) == 0;
+		if (used)
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", e->pin_dir, de->d_name);
+		unlink(path);
+		if (de->d_name[5] == 'v')
+			jk_nl_link_del(ifname);
+	}
+	closedir(dir);
+	e->adopting = false;
+}
+
 void jk_ebpf_close(struct jakirod *d)
 {
 	struct jk_ebpf *e = d->ebpf;
+	char path[PATH_MAX];
 
 	if (!e)
 		return;
@@ -169,10 +348,18 @@ void jk_ebpf_close(struct jakirod *d)
 			close(e->vnic_link[i]);
 	if (e->underlay_link >= 0)
 		close(e->underlay_link);
+	if (e->pin_dir[0]) {
+		snprintf(path, sizeof(path), "%s/link-underlay", e->pin_dir);
+		unlink(path);
+	}
 	if (e->vxlan_ifindex)
 		jk_nl_link_del(JK_EBPF_VXLAN_DEV);
 	if (e->rc_live)
 		munmap(e->rc_live, JK_FP_VNICS * sizeof(uint32_t));
+	if (e->skel)
+		maps_unpin(e);
+	if (e->pin_dir[0])
+		rmdir(e->pin_dir);
 	jakiro_bpf__destroy(e->skel);
 	free(e->percpu);
 	free(e);
@@ -257,6 +444,7 @@ int jk_ebpf_vnic_attach(struct jakirod *d, uint16_t id, char *err, size_t errlen
 	struct jk_ebpf *e = d->ebpf;
 	struct jk_fp_vnic fv;
 	uint32_t key = id, ifindex;
+	char path[PATH_MAX];
 	int r;
 
 	vnic_value(d, id, &fv);
@@ -275,7 +463,8 @@ int jk_ebpf_vnic_attach(struct jakirod *d, uint16_t id, char *err, size_t errlen
 		goto fail;
 	}
 	jk_ebpf_vlt_sync(d, fv.vni, fv.ip);
-	e->vnic_link[id] = tcx_attach(bpf_program__fd(e->skel->progs.jk_from_vnic), ifindex);
+	link_pin_path(e, fv.deliver == JK_FP_DELIVER_PEER ? 'v' : 'x', d->vnics[id].port.ifname, path, sizeof(path));
+	e->vnic_link[id] = tcx_hook(bpf_program__fd(e->skel->progs.jk_from_vnic), ifindex, path);
 	if (e->vnic_link[id] < 0) {
 		r = e->vnic_link[id];
 		snprintf(err, errlen, "ifname: cannot hook \"%s\" (tcx ingress): %s", d->vnics[id].port.ifname,
@@ -297,8 +486,14 @@ void jk_ebpf_vnic_detach(struct jakirod *d, uint16_t id)
 	struct jk_fp_vnic fv, none = { 0 };
 	uint32_t key = id;
 
-	if (bpf_map_lookup_elem(map_fd(e->skel->maps.jk_vnics), &key, &fv) == 0 && fv.in_use)
+	char path[PATH_MAX];
+
+	if (bpf_map_lookup_elem(map_fd(e->skel->maps.jk_vnics), &key, &fv) == 0 && fv.in_use) {
 		bpf_map_delete_elem(map_fd(e->skel->maps.jk_ports), &fv.ifindex);
+		link_pin_path(e, fv.deliver == JK_FP_DELIVER_PEER ? 'v' : 'x', d->vnics[id].port.ifname, path,
+			      sizeof(path));
+		unlink(path);
+	}
 	if (e->vnic_link[id] >= 0)
 		close(e->vnic_link[id]);
 	e->vnic_link[id] = -1;
@@ -397,4 +592,29 @@ void jk_ebpf_sync_counters(struct jakirod *d)
 void jk_ebpf_age(struct jakirod *d, uint64_t idle_ns)
 {
 	rcft_sweep(d->ebpf, JK_FP_VNICS, idle_ns ? idle_ns : 1);
+}
+
+unsigned jk_ebpf_rcft_copy(struct jakirod *d, struct jk_rcft_entry *out, unsigned max)
+{
+	int fd = map_fd(d->ebpf->skel->maps.jk_rcft);
+	struct jk_fp_rc_key keys[2], *prev = NULL;   /* the walk's last key and the next */
+	struct jk_fp_rc_val val;
+	unsigned n = 0, i = 0;
+
+	while (n < max && bpf_map_get_next_key(fd, prev, &keys[i]) == 0) {
+		const struct jk_fp_rc_key *k = &keys[i];
+
+		if (bpf_map_lookup_elem(fd, k, &val) == 0 && val.vnic_id < JK_FP_VNICS) {
+			memset(&out[n], 0, sizeof(out[n]));
+			out[n].key = (struct jk_rc_key){ k->vni, k->src_ip, k->dst_ip, k->dqpn };
+			out[n].vnic_id = (uint16_t)val.vnic_id;
+			out[n].last_seen_ns = val.last_seen_ns;
+			out[n].packets = val.packets;
+			out[n].bytes = val.bytes;
+			n++;
+		}
+		prev = &keys[i];
+		i ^= 1;
+	}
+	return n;
 }

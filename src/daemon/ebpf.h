@@ -11,6 +11,7 @@
 #ifndef JK_EBPF_H
 #define JK_EBPF_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -23,6 +24,13 @@ struct jakirod;
 int jk_ebpf_open(struct jakirod *d, char *err, size_t errlen);
 /* Unhooks everything and removes the vxlan device. */
 void jk_ebpf_close(struct jakirod *d);
+
+/* At start: a device `ifname` left by a killed jakirod on this datapath,
+ * whose vNIC comes back: taken over, not made anew. */
+bool jk_ebpf_adoptable(struct jakirod *d, const char *ifname);
+/* After the start-up vNICs are up: what a killed jakirod left that no vNIC
+ * uses any more is removed. */
+void jk_ebpf_sweep_leftovers(struct jakirod *d);
 
 /* vNIC id has just been added to the core with its port open: its map
  * entries, then its device hooked. */
@@ -37,6 +45,10 @@ void jk_ebpf_vlt_sync(struct jakirod *d, uint32_t vni, uint32_t ip);
 /* Copies the programs' counters and RCFT fill into the core's counters,
  * which show, stats and /metrics read.  Under dp_lock. */
 void jk_ebpf_sync_counters(struct jakirod *d);
+/* Copies up to max entries of the kernel's RCFT, in core's layout (for
+ * show rcft); how many.  The control thread only, without dp_lock. */
+struct jk_rcft_entry;
+unsigned jk_ebpf_rcft_copy(struct jakirod *d, struct jk_rcft_entry *out, unsigned max);
 /* Removes RCFT entries idle for longer than idle_ns, giving back their
  * vNIC's quota slot.  Under dp_lock. */
 void jk_ebpf_age(struct jakirod *d, uint64_t idle_ns);

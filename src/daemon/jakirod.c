@@ -286,7 +286,7 @@ int main(int argc, char **argv)
 	if ((d.conf->datapath == JK_DATAPATH_EBPF ? jk_ebpf_open(&d, err, sizeof(err))
 						    : jk_underlay_open(&d.underlay, d.conf->vtep, d.n_threads, err, sizeof(err))) ||
 	    jk_metrics_start(&d, &metrics, err, sizeof(err)) || jk_cplane_open(&d, err, sizeof(err)) ||
-	    jk_apply_initial(&d, err, sizeof(err)) ||
+	    jk_apply_initial(&d, err, sizeof(err)) || (d.ebpf && (jk_ebpf_sweep_leftovers(&d), false)) ||
 	    jk_ctl_open(&d, err, sizeof(err)) || watch(&d, d.ctl_fd, EV(EV_CTL, 0)) ||
 	    watch(&d, d.timer_fd, EV(EV_TIMER, 0)) || watch(&d, sig_fd, EV(EV_SIGNAL, 0)) ||
 	    (d.cplane && watch(&d, jk_cplane_event_fd(&d), EV(EV_CPLANE, 0))) ||

@@ -20,6 +20,7 @@
 #include "daemon/nl.h"
 
 #define PORT_SNDBUF (4 << 20)
+#define JK_VETH_HOST_MTU 65535   /* ETH_MAX_MTU, a veth's maximum */
 #define PORT_RCVBUF (8 << 20)
 
 #ifndef TUN_F_USO4
@@ -338,7 +339,8 @@ void jk_port_close(struct jk_port *p)
 /* The kernel fast path's vNIC of a container: a veth pair, `ifname` in
  * jakirod's namespace (the fast path's programs hook it), its peer moved
  * into the tenant's namespace and set up as a TAP would be. */
-static int veth_open(struct jk_port *p, const struct jk_vnic_conf *v, uint8_t prefix_len, char *err, size_t errlen)
+static int veth_open(struct jk_port *p, const struct jk_vnic_conf *v, uint8_t prefix_len, bool adopt, char *err,
+		     size_t errlen)
 {
 	static unsigned made;
 	char peer[JK_IFNAME_MAX];
@@ -350,13 +352,26 @@ static int veth_open(struct jk_port *p, const struct jk_vnic_conf *v, uint8_t pr
 		snprintf(err, errlen, "netns: cannot open namespace \"%s\": %s", v->netns, strerror(-ns));
 		return ns;
 	}
+	if (adopt) {
+		/* A killed jakirod's veth, forwarding all along: its tenant's
+		 * end is set up again in place (each step is idempotent). */
+		p->made_link = true;
+		s.cur_name = v->tenant_ifname;
+		r = ns >= 0 ? jk_nl_in_netns(ns, tenant_setup, &s) : tenant_setup(&s);
+		if (r)
+			snprintf(err, errlen, "ifname: cannot take over \"%s\": %s", v->ifname, strerror(-r));
+		goto out;
+	}
 	r = jk_nl_veth_add(v->ifname, peer, v->mtu);
 	if (r) {
 		snprintf(err, errlen, "ifname: cannot create veth \"%s\": %s", v->ifname, strerror(-r));
 		goto out;
 	}
 	p->made_link = true;
-	r = jk_nl_link_setup(v->ifname, NULL, NULL, 0);
+	/* Our end takes any frame the tenant sends, so that the fast path,
+	 * not the veth, decides on an oversize one (dropped and counted, or
+	 * answered with ICMP "fragmentation needed"). */
+	r = jk_nl_link_setup(v->ifname, NULL, NULL, JK_VETH_HOST_MTU);
 	if (r == 0 && ns >= 0) {
 		r = jk_nl_link_move(peer, ns);
 		if (r == 0)
@@ -374,13 +389,13 @@ out:
 	return r;
 }
 
-int jk_port_open_kernel(struct jk_port *p, const struct jk_vnic_conf *v, uint8_t prefix_len, char *err,
+int jk_port_open_kernel(struct jk_port *p, const struct jk_vnic_conf *v, uint8_t prefix_len, bool adopt, char *err,
 			size_t errlen)
 {
 	memset(p, 0, sizeof(*p));
 	snprintf(p->ifname, sizeof(p->ifname), "%s", v->ifname);
 	if (v->backend == JK_BACKEND_TAP)
-		return veth_open(p, v, prefix_len, err, errlen);
+		return veth_open(p, v, prefix_len, adopt, err, errlen);
 	if (!if_nametoindex(v->ifname)) {
 		snprintf(err, errlen, "ifname: no interface \"%s\" in jakirod's namespace", v->ifname);
 		return -ENODEV;

@@ -57,8 +57,9 @@ void jk_port_close(struct jk_port *p);
  * A `tap` vNIC becomes a veth pair (its end in jakirod's namespace named
  * ifname, the other the tenant's, set up as a TAP's would be); an
  * `afpacket` one is the existing device (a VM's TAP).  0, or -errno with
- * a message in err. */
-int jk_port_open_kernel(struct jk_port *p, const struct jk_vnic_conf *v, uint8_t prefix_len, char *err,
+ * a message in err.  adopt: the veth is a killed jakirod's, still there
+ * (set up again, not made). */
+int jk_port_open_kernel(struct jk_port *p, const struct jk_vnic_conf *v, uint8_t prefix_len, bool adopt, char *err,
 			size_t errlen);
 
 /* The queue thread `t` reads (-1: none, another thread reads this port). */

@@ -66,8 +66,9 @@ void jk_cplane_release(struct jakirod *d, const struct jk_vnic_conf *v) { }
 void jk_cplane_fetch_policy(struct jakirod *d, const struct jk_vnic_conf *v) { }
 json_t *jk_cplane_stats_json(struct jakirod *d) { return json_null(); }
 /* The user datapath only: d->ebpf stays NULL, these are never called. */
-int jk_port_open_kernel(struct jk_port *p, const struct jk_vnic_conf *v, uint8_t prefix_len, char *err,
+int jk_port_open_kernel(struct jk_port *p, const struct jk_vnic_conf *v, uint8_t prefix_len, bool adopt, char *err,
 			size_t errlen) { return -ENOSYS; }
+bool jk_ebpf_adoptable(struct jakirod *d, const char *ifname) { return false; }
 int jk_ebpf_vnic_attach(struct jakirod *d, uint16_t id, char *err, size_t errlen) { return -ENOSYS; }
 void jk_ebpf_vnic_detach(struct jakirod *d, uint16_t id) { }
 void jk_ebpf_vnic_update(struct jakirod *d, uint16_t id) { }

@@ -71,7 +71,7 @@ kill -KILL "$pid"
 echo "# test: SIGKILL on purpose" >> "/run/jakiro-lab/$LAB_PREFIX/h1.log"
 wait_until 5 sh -c "! kill -0 $pid" || true
 check "TAP gone with the killed daemon" wait_until 5 sh -c "! ip -n $ns link show eth0"
-ip netns exec ${LAB_PREFIX}-h1 "$JAKIRO_BIN/jakirod" -c "$cfg" >"$WORK/h1-restart.log" 2>&1 &
+nsenter --net=/run/netns/${LAB_PREFIX}-h1 "$JAKIRO_BIN/jakirod" -c "$cfg" >"$WORK/h1-restart.log" 2>&1 &
 newpid=$!
 at_exit "kill $newpid"
 check "restarted daemon answers" wait_until 10 lab ctl h1 -- show vnics
