@@ -14,6 +14,10 @@ export PATH=$JAKIRO_BIN:$PATH
 # ASan in the daemons: report leaks at exit only as warnings for tests.
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0:abort_on_error=1}
 LAB_PREFIX=${LAB_PREFIX:-t$(( $$ % 100000 ))}
+# The datapath the lab's hosts run (tests/run runs lab suites on each the
+# suite's "# datapaths:" line names).
+export JAKIRO_DATAPATH=${JAKIRO_DATAPATH:-user}
+DATAPATH=$JAKIRO_DATAPATH
 LAB="$TOP/lab/jakiro-lab --prefix $LAB_PREFIX"
 WORK=$(mktemp -d "/tmp/jakiro-test-$LAB_PREFIX.XXXXXX")
 FAILED=0

@@ -6,6 +6,9 @@
  *                     IPv4 checks, MTU -> classify -> RCFT (RC QP quota)
  *                     -> VLT -> into a local vNIC (bpf_redirect_peer), or
  *                     a tunnel key and out of the collect_md vxlan device.
+ *   jk_underlay_check tcx ingress of the device holding the VTEP address:
+ *                     core's outer VxLAN checks the kernel's vxlan would
+ *                     make without a count (truncated, no I flag).
  *   jk_from_underlay  tcx ingress of the vxlan device: what it decapsulated
  *                     (RFC 6040 already applied by the kernel).  VNI served
  *                     -> VTEP serves the VNI -> inner source located at
@@ -210,7 +213,8 @@ static __always_inline unsigned parse_ipv4(struct __sk_buff *skb, struct pkt *p)
 		if (p->l4_ofs > HDR_PULL || (void *)(udp + 1) > end)
 			return JK_DROP_TRUNC_L4;
 		ulen = jk_get16(udp->len);
-		if (ulen < sizeof(*udp) || ulen > tot - ihl)
+		/* A first fragment holds only part of the datagram the length names. */
+		if (ulen < sizeof(*udp) || (!(frag & JK_IP_MF) && ulen > tot - ihl))
 			return JK_DROP_BAD_L4;
 		p->sport = jk_get16(udp->sport);
 		p->dport = jk_get16(udp->dport);
@@ -218,6 +222,7 @@ static __always_inline unsigned parse_ipv4(struct __sk_buff *skb, struct pkt *p)
 			struct jk_bth *bth = (void *)(udp + 1);
 			unsigned ctrl;
 
+			/* RoCEv2 is never fragmented (core/parse.c says why). */
 			if (frag & JK_IP_MF)
 				return JK_DROP_ROCE_FRAG;
 			if ((void *)(bth + 1) > end)
@@ -234,8 +239,6 @@ static __always_inline unsigned parse_ipv4(struct __sk_buff *skb, struct pkt *p)
 		if (p->l4_ofs > HDR_PULL || data + p->l4_ofs + sizeof(struct jk_icmp_hdr) > end)
 			return JK_DROP_TRUNC_L4;
 	}
-	if ((frag & JK_IP_MF) && p->dport == JK_UDP_PORT_ROCE && p->proto == JK_IPPROTO_UDP)
-		return JK_DROP_ROCE_FRAG;
 	return JK_DROP_NONE;
 }
 
@@ -640,4 +643,40 @@ int jk_from_underlay(struct __sk_buff *skb)
 		c->decapped++;
 	count(to, JK_DIR_INGRESS, p.cls, skb->len);
 	return deliver(v);
+}
+
+SEC("tc")
+int jk_underlay_check(struct __sk_buff *skb)
+{
+	uint32_t zero = 0;
+	const struct jk_fp_host *h = bpf_map_lookup_elem(&jk_host, &zero);
+	void *data, *end;
+	struct jk_eth_hdr *eth;
+	struct jk_ipv4_hdr *ip;
+	struct jk_udp_hdr *udp;
+	struct jk_vxlan_hdr *vx;
+	uint32_t ihl;
+
+	if (!h)
+		return TC_ACT_OK;
+	pull(skb);
+	data = (void *)(long)skb->data;
+	end = (void *)(long)skb->data_end;
+	eth = data;
+	ip = (void *)(eth + 1);
+	if ((void *)(ip + 1) > end || jk_get16(eth->type) != JK_ETHERTYPE_IPV4 || ip->proto != JK_IPPROTO_UDP ||
+	    jk_get32(ip->daddr) != h->vtep || (jk_get16(ip->frag_off) & JK_IP_FRAG_MASK))
+		return TC_ACT_OK;
+	ihl = (uint32_t)(ip->ver_ihl & 0x0f) * 4;
+	if (ihl < sizeof(*ip) || ihl > 60)
+		return TC_ACT_OK;
+	udp = (void *)ip + ihl;
+	if ((void *)(udp + 1) > end || jk_get16(udp->dport) != JK_UDP_PORT_VXLAN)
+		return TC_ACT_OK;
+	vx = (void *)(udp + 1);
+	if ((void *)(vx + 1) > end)
+		return drop(JK_FP_GLOBAL, JK_DROP_TRUNC_VXLAN);
+	if (!(vx->flags & JK_VXLAN_FLAG_I))
+		return drop(JK_FP_GLOBAL, JK_DROP_VXLAN_FLAGS);
+	return TC_ACT_OK;
 }

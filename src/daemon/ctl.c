@@ -291,6 +291,7 @@ static json_t *show_rcft(struct jakirod *d, uint64_t now)
 
 static json_t *show_stats(struct jakirod *d, uint64_t now)
 {
+	uint64_t rx_errors = d->underlay.rx_errors, rx_dropped = 0;
 	struct jk_dp_snapshot snap;
 	const struct jk_dp_counters *c = &snap.cnt;
 	json_t *vnics = json_object();
@@ -325,10 +326,13 @@ static json_t *show_stats(struct jakirod *d, uint64_t now)
 			json_object_set_new(vnics, v->cfg.name, s);
 		}
 	}
-	return json_pack("{s:s, s:s, s:I, s:o, s:o, s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}, s:{s:I, s:I, s:I}}",
-			 "host", d->conf->host, "forwarding", jk_datapath_name(d->conf->datapath), "uptime_ms", (json_int_t)((now - d->started_ns) / 1000000),
-			 "datapath", dp, "vnics", vnics, "underlay",
-			 "rx_errors", (json_int_t)d->underlay.rx_errors, "tx_errors", (json_int_t)d->underlay.tx_errors,
+	if (d->ebpf)          /* the kernel's vxlan device: what it dropped before the programs */
+		jk_ebpf_underlay_stats(d, &rx_errors, &rx_dropped);
+	return json_pack("{s:s, s:s, s:I, s:o, s:o, s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}, s:{s:I, s:I, s:I}}",
+			 "host", d->conf->host, "forwarding", jk_datapath_name(d->conf->datapath), "uptime_ms",
+			 (json_int_t)((now - d->started_ns) / 1000000), "datapath", dp, "vnics", vnics, "underlay",
+			 "rx_errors", (json_int_t)rx_errors, "rx_dropped", (json_int_t)rx_dropped,
+			 "tx_errors", (json_int_t)d->underlay.tx_errors,
 			 "rx_truncated", (json_int_t)d->underlay.rx_trunc,
 			 "tx_gso_sends", (json_int_t)d->underlay.tx_gso_sends,
 			 "gro_reads", (json_int_t)gro.reads, "gro_datagrams", (json_int_t)gro.datagrams,

@@ -7,9 +7,14 @@
 #include <bpf/libbpf.h>
 #include <dirent.h>
 #include <errno.h>
+#include <ifaddrs.h>
 #include <limits.h>
+#include <linux/if_link.h>
 #include <linux/magic.h>
+#include <arpa/inet.h>
 #include <net/if.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -42,6 +47,7 @@ struct jk_ebpf {
 	bool adopting;                     /* a killed jakirod's pins were there: taking them over */
 	unsigned vxlan_ifindex;
 	int underlay_link;
+	int check_link;                    /* jk_underlay_check on the device with the VTEP address */
 	int vnic_link[JK_MAX_VNICS];       /* -1: not hooked */
 	uint32_t *rc_live;                 /* jk_rc_live, mapped */
 	int ncpus;
@@ -220,11 +226,28 @@ static int programs_load(struct jk_ebpf *e, char *err, size_t errlen)
 	return -EINVAL;
 }
 
+/* The device holding IPv4 address vtep (host order); 0 if none. */
+static unsigned vtep_ifindex(uint32_t vtep)
+{
+	struct ifaddrs *ifs, *i;
+	unsigned idx = 0;
+
+	if (getifaddrs(&ifs) < 0)
+		return 0;
+	for (i = ifs; i && !idx; i = i->ifa_next)
+		if (i->ifa_addr && i->ifa_addr->sa_family == AF_INET &&
+		    ntohl(((const struct sockaddr_in *)i->ifa_addr)->sin_addr.s_addr) == vtep)
+			idx = if_nametoindex(i->ifa_name);
+	freeifaddrs(ifs);
+	return idx;
+}
+
 int jk_ebpf_open(struct jakirod *d, char *err, size_t errlen)
 {
 	struct jk_ebpf *e = calloc(1, sizeof(*e));
 	size_t mmap_len = JK_FP_VNICS * sizeof(uint32_t);
 	char path[PATH_MAX];
+	unsigned ifx;
 	int r;
 
 	if (!e) {
@@ -233,7 +256,7 @@ int jk_ebpf_open(struct jakirod *d, char *err, size_t errlen)
 	}
 	for (unsigned i = 0; i < JK_MAX_VNICS; i++)
 		e->vnic_link[i] = -1;
-	e->underlay_link = -1;
+	e->underlay_link = e->check_link = -1;
 	e->ncpus = libbpf_num_possible_cpus();
 	e->percpu = e->ncpus > 0 ? calloc((size_t)e->ncpus, sizeof(*e->percpu)) : NULL;
 	d->ebpf = e;
@@ -286,6 +309,21 @@ int jk_ebpf_open(struct jakirod *d, char *err, size_t errlen)
 		snprintf(err, errlen, "datapath: ebpf: cannot hook \"%s\" (tcx ingress): %s", JK_EBPF_VXLAN_DEV,
 			 strerror(-r));
 		goto fail;
+	}
+	/* The outer checks on the device that holds the VTEP address (none:
+	 * the VTEP is reached otherwise, and the kernel's vxlan checks alone). */
+	if ((ifx = vtep_ifindex(d->conf->vtep))) {
+		snprintf(path, sizeof(path), "%s/link-check", e->pin_dir);
+		e->check_link = tcx_hook(bpf_program__fd(e->skel->progs.jk_underlay_check), ifx, path);
+		if (e->check_link < 0) {
+			r = e->check_link;
+			snprintf(err, errlen, "datapath: ebpf: cannot hook the underlay device (tcx ingress): %s",
+				 strerror(-r));
+			goto fail;
+		}
+	} else {
+		fprintf(stderr, "jakirod: %s: no device holds the VTEP address: VxLAN header checks left to the "
+				"kernel's vxlan (uncounted)\n", d->conf->host);
 	}
 	if (e->adopting)
 		fprintf(stderr, "jakirod: %s: took over the kernel fast path left in %s\n", d->conf->host, e->pin_dir);
@@ -348,8 +386,12 @@ void jk_ebpf_close(struct jakirod *d)
 			close(e->vnic_link[i]);
 	if (e->underlay_link >= 0)
 		close(e->underlay_link);
+	if (e->check_link >= 0)
+		close(e->check_link);
 	if (e->pin_dir[0]) {
 		snprintf(path, sizeof(path), "%s/link-underlay", e->pin_dir);
+		unlink(path);
+		snprintf(path, sizeof(path), "%s/link-check", e->pin_dir);
 		unlink(path);
 	}
 	if (e->vxlan_ifindex)
@@ -617,4 +659,26 @@ unsigned jk_ebpf_rcft_copy(struct jakirod *d, struct jk_rcft_entry *out, unsigne
 		i ^= 1;
 	}
 	return n;
+}
+
+int jk_ebpf_underlay_stats(struct jakirod *d, uint64_t *rx_errors, uint64_t *rx_dropped)
+{
+	struct ifaddrs *ifs, *i;
+	int r = -ENODEV;
+
+	*rx_errors = *rx_dropped = 0;
+	if (getifaddrs(&ifs) < 0)
+		return -errno;
+	for (i = ifs; i; i = i->ifa_next) {
+		const struct rtnl_link_stats *st = i->ifa_data;
+
+		if (!i->ifa_addr || i->ifa_addr->sa_family != AF_PACKET || !st ||
+		    strcmp(i->ifa_name, JK_EBPF_VXLAN_DEV) != 0)
+			continue;
+		*rx_errors = st->rx_errors;
+		*rx_dropped = st->rx_dropped;
+		r = 0;
+	}
+	freeifaddrs(ifs);
+	return r;
 }

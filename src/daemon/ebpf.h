@@ -53,4 +53,9 @@ unsigned jk_ebpf_rcft_copy(struct jakirod *d, struct jk_rcft_entry *out, unsigne
  * vNIC's quota slot.  Under dp_lock. */
 void jk_ebpf_age(struct jakirod *d, uint64_t idle_ns);
 
+/* What the kernel's vxlan device dropped before the programs saw it (no
+ * I flag, malformed, RFC 6040's outer CE over inner Not-ECT): its
+ * receive errors and drops.  0 or -errno. */
+int jk_ebpf_underlay_stats(struct jakirod *d, uint64_t *rx_errors, uint64_t *rx_dropped);
+
 #endif

@@ -16,6 +16,7 @@
 #     was deleted is forgotten, and its own vNICs come back;
 #   - a host killed with SIGKILL leaves the others' VLT within its lease;
 #   - a host whose VPC etcd defines otherwise is refused at start.
+# datapaths: user ebpf
 source "$(dirname "$0")/../lib.sh"
 need ping python3 etcd
 

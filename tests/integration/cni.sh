@@ -7,6 +7,7 @@
 # error object and leave no vNIC and no lease; VERSION.  The hosts run on
 # the lab's etcd (docs/cluster.md): a pod is reachable from the other host
 # with no `vlt add`, and forgotten there once DEL removed it.
+# datapaths: user ebpf
 source "$(dirname "$0")/../lib.sh"
 need ping python3 etcd
 [ -x /usr/lib/cni/host-local ] || { echo "# missing /usr/lib/cni/host-local (containernetworking-plugins): skipping"; exit 77; }

@@ -25,6 +25,7 @@
 #   - the soft RNIC's bounds against a peer on the wire: hand-built WRITEs
 #     across its MR's end, wrapping 64 bits, past max_msg_sz, or longer
 #     than their RETH length are refused with a NAK and counted.
+# datapaths: user (ebpf: the DHTB charges control opcodes and shapes; not on the kernel fast path yet)
 source "$(dirname "$0")/../lib.sh"
 need python3 /usr/bin/python3
 

@@ -12,6 +12,7 @@
 #     off by the timeout, and the daemon forwards throughout;
 #   - the control-plane gauges follow the host's link to etcd;
 #   - a daemon with 256 vNICs is scraped whole.
+# datapaths: user ebpf
 source "$(dirname "$0")/../lib.sh"
 need iperf3 ping python3 curl promtool prometheus etcd
 

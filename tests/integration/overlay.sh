@@ -2,6 +2,7 @@
 # Two hosts x two VPCs with the same 10.0.0.0/24: reachability inside each
 # VPC (across hosts and within a host), TCP with iperf3, no packet crossing
 # VPCs (counters and a capture), MTU handling, and the datapath's counters.
+# datapaths: user ebpf
 source "$(dirname "$0")/../lib.sh"
 need iperf3 ping tcpdump python3
 

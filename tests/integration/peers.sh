@@ -3,6 +3,7 @@
 # (ping and iperf3 both ways, through a TAP and an AF_PACKET vNIC), and
 # tshark decodes our underlay as VXLAN -> IPv4 -> TCP and RoCEv2 test frames
 # as VXLAN -> IPv4 -> UDP -> InfiniBand with the BTH fields as sent.
+# datapaths: user ebpf
 source "$(dirname "$0")/../lib.sh"
 need ping iperf3 tcpdump tshark python3 ethtool
 

@@ -8,6 +8,7 @@
 #   - a control-plane change is obeyed by the next packets of a live flow
 #     (the NFT entry built under the old VLT is rebuilt: nft_stale);
 #   - a frame the output port refuses is a tx_full drop of that vNIC.
+# datapaths: user (ebpf: its promises are the NFT's and the DHTB's, which the kernel fast path does not have yet)
 source "$(dirname "$0")/../lib.sh"
 need iperf3 ping python3
 

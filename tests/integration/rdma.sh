@@ -2,6 +2,7 @@
 # Our RoCEv2 RNIC through jakiro: jk_write_bw, jk_write_lat, jk_read_bw and
 # jk_send_bw between tenants on two lab hosts, data verified; the RC flows
 # appear in the RCFT of the requester's host.
+# datapaths: user ebpf
 source "$(dirname "$0")/../lib.sh"
 need python3
 [ -x "$JAKIRO_BIN/jk_write_bw" ] || { echo "# jk_* tools not built"; exit 77; }

@@ -8,6 +8,7 @@
 # poll_us (busy-polling after the last event): h2 polls and carries the
 # traffic; out of range it is refused, naming the field.  steer_by_cpu:
 # threads pinned one per CPU, traffic both ways, a bad value refused.
+# datapaths: user (ebpf: jakirod's datapath threads; the kernel has none)
 source "$(dirname "$0")/../lib.sh"
 need iperf3 python3
 

@@ -4,6 +4,7 @@
 # (`jakiro-lab exec --verbs`) between tenants on two hosts, each side once
 # as the server; their QPs count against the vNIC's qp_quota, and their
 # RDMA obeys the vNIC's DHTB rate through DCQCN.
+# datapaths: user ebpf
 source "$(dirname "$0")/../lib.sh"
 need python3 ibv_rc_pingpong ib_write_bw ib_read_lat ib_send_lat
 [ -x "$JAKIRO_BIN/jakiro-verbs" ] || { echo "# jakiro-verbs not built"; exit 77; }

@@ -12,6 +12,7 @@
 #   - VM <-> VM: ibv_rc_pingpong, ib_write_bw and TCP.
 # Under QEMU TCG the guests are slow: these are correctness checks, with
 # small message counts (docs/rxe-vm.md).
+# datapaths: user (ebpf: a VM's TAP on the kernel fast path not tried yet)
 source "$(dirname "$0")/../lib.sh"
 need python3 qemu-system-x86_64
 [ -x "$JAKIRO_BIN/jk_write_bw" ] || { echo "# jk_* tools not built"; exit 77; }
