@@ -564,6 +564,10 @@ int jk_from_vnic(struct __sk_buff *skb)
 	if (!mac_eq(eth->src, v->mac))
 		return drop(id, JK_DROP_SPOOF_MAC);
 	type = jk_get16(eth->type);
+	/* A segmentation request (a VM's virtio-net header) on anything but
+	 * IPv4: what the user datapath drops too (issue 23's frame). */
+	if (skb->gso_size && type != JK_ETHERTYPE_IPV4)
+		return drop(id, JK_DROP_VNET_GSO);
 	if (type == JK_ETHERTYPE_ARP)
 		return from_vnic_arp(skb, id, v);
 	if (type != JK_ETHERTYPE_IPV4)
