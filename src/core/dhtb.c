@@ -6,15 +6,11 @@
 
 #include "core/hash.h"
 
-#define NS_PER_S      1000000000ll
-#define PPM           1000000u
-#define MAX_REFILL_NS NS_PER_S        /* buckets are full after 1 s anyway */
-#define MIN_BURST     (64 * 1024)     /* at least a TSO-sized burst */
-#define MIN_CLASS_BURST (16 * 1024)
+#define NS_PER_S      JK_TB_NS_PER_S
+#define MAX_REFILL_NS JK_TB_MAX_REFILL_NS
 
 #define QUEUE_MIN (4 * 65536)
 #define TREND_MIN_NS 200000ull
-#define RISING_ONLY_BELOW 2        /* marks need a growing debt below ceiling / this */
 
 void jk_dhtb_params_default(struct jk_dhtb_params *p, uint64_t rate_bps)
 {
@@ -53,174 +49,27 @@ void jk_dhtb_params_default(struct jk_dhtb_params *p, uint64_t rate_bps)
 	p->queue_mark = p->queue_limit / 2;
 }
 
-static void bucket_set(struct jk_bucket *k, uint64_t rate_Bps, uint64_t depth_bytes)
-{
-	k->rate = rate_Bps;
-	k->depth = (int64_t)depth_bytes * NS_PER_S;
-	k->tokens = k->depth;
-}
-
 void jk_dhtb_init(struct jk_dhtb *b, const struct jk_dhtb_params *p, uint64_t now_ns)
 {
-	uint64_t rate = p->rate_bps / 8, burst = p->burst_bytes;
-	uint32_t wsum;
-
 	b->params = *p;
-	for (int c = 0; c < JK_DHTB__CLASSES; c++)
-		if (b->params.weight[c] == 0)
-			b->params.weight[c] = 1;
-	wsum = b->params.weight[0] + b->params.weight[1];
-	if (burst == 0)
-		burst = rate / 100 > MIN_BURST ? rate / 100 : MIN_BURST;
-	bucket_set(&b->root, rate, burst);
-	for (int c = 0; c < JK_DHTB__CLASSES; c++) {
-		uint64_t cb = burst * b->params.weight[c] / wsum;
-
-		if (c == JK_DHTB_RDMA && b->params.rdma_bank > 1)
-			cb *= b->params.rdma_bank;
-		bucket_set(&b->cls[c], rate * b->params.weight[c] / wsum, cb > MIN_CLASS_BURST ? cb : MIN_CLASS_BURST);
-	}
-	b->last_ns = now_ns;
-	b->mark_acc = 0;
-	/* A first trend reading after trend_ns; until then a debt may be
-	 * marked (a sender starting far over the rate must hear it at once,
-	 * not a window later). */
-	b->trend_start_ns = now_ns;
-	b->trend_start_debt = 0;
-	b->rising = true;
+	jk_tb_init(&b->tb, &b->params, now_ns);
 }
 
-/* A bucket's tokens after el ns, capped at its depth.  rate x el is only
- * computed when it cannot pass the room left: past ~74 Gbit/s, rate x 1 s
- * no longer fits in an int64_t. */
-static int64_t refilled(const struct jk_bucket *k, uint64_t el)
-{
-	uint64_t room;
-
-	if (k->tokens >= k->depth)
-		return k->depth;
-	room = (uint64_t)(k->depth - k->tokens);
-	if (k->rate && el > room / k->rate)
-		return k->depth;
-	return k->tokens + (int64_t)(k->rate * el);
-}
-
-/* RDMA's debt is the virtual queue its marks report: what it sent beyond
- * what the vNIC could carry.  Over-limit packets charge the class and the
- * root alike, so with TCP busy the class debt equals the root's deficit;
- * with TCP idle the class refills at its share only, and its debt would
- * outgrow what the vNIC owes.  So the debt never exceeds the root's
- * deficit (checked as time passes, at each refill): RDMA alone drains its
- * queue at the vNIC's rate, and no debt hides behind root tokens
- * (borrowing, unmarked) to mark the next small excess at 100 % (measured:
- * a limit cycle of cuts to min rate and ceiling drops with 4 QPs through
- * a 200 Mbit/s vNIC). */
-static void rdma_debt_bound(struct jk_dhtb *b)
-{
-	struct jk_bucket *k = &b->cls[JK_DHTB_RDMA];
-	int64_t floor = b->root.tokens < 0 ? b->root.tokens : 0;
-
-	if (k->tokens < floor)
-		k->tokens = floor;
-}
-
+/* The token arithmetic (refill, borrowing, RDMA's debt, trend and marks)
+ * is core/dhtb_tb.h's, shared with the kernel fast path. */
 static void refill(struct jk_dhtb *b, uint64_t now_ns)
 {
-	uint64_t el = now_ns > b->last_ns ? now_ns - b->last_ns : 0;
-	struct jk_bucket *ks[3] = { &b->root, &b->cls[0], &b->cls[1] };
-
-	if (el > MAX_REFILL_NS)
-		el = MAX_REFILL_NS;
-	b->last_ns = now_ns > b->last_ns ? now_ns : b->last_ns;
-	if (!el)
-		return;
-	for (int i = 0; i < 3; i++)
-		ks[i]->tokens = refilled(ks[i], el);
-	rdma_debt_bound(b);
-}
-
-/* Root tokens may go below zero: guaranteed traffic is charged there too,
- * and so is RDMA passed over the limit, so that its debt is repaid out of
- * what the other class could borrow and the aggregate stays at the rate
- * (a floor of one burst forgave that debt: RDMA + TCP ran ~5% over).  The
- * floor, a burst plus the RDMA ceiling, bounds how long borrowing waits. */
-static void charge_root(struct jk_dhtb *b, int64_t cost)
-{
-	int64_t floor = b->root.depth + (int64_t)b->params.ceiling * NS_PER_S;
-
-	b->root.tokens -= cost;
-	if (b->root.tokens < -floor)
-		b->root.tokens = -floor;
-}
-
-/* Tokens a bucket must hold for a packet of `cost` to pass: its cost, or
- * for a packet larger than the bucket (a 64 KiB super-frame through a
- * small class) a full bucket, which the packet then leaves in debt — so
- * big packets pass at the bucket's rate instead of never, and the debt
- * keeps the long-run rate exact. */
-static int64_t need_of(const struct jk_bucket *k, int64_t cost)
-{
-	return cost < k->depth ? cost : k->depth;
+	jk_tb_refill(&b->tb, now_ns);
 }
 
 /* Within the class share, or borrowing: charges and returns true. */
 static bool take(struct jk_dhtb *b, enum jk_dhtb_class c, int64_t cost)
 {
-	if (b->cls[c].tokens >= need_of(&b->cls[c], cost)) {
-		b->cls[c].tokens -= cost;
-		charge_root(b, cost);
-		return true;
-	}
-	if (b->root.tokens >= need_of(&b->root, cost)) {
-		charge_root(b, cost);
+	enum jk_tb_paid paid = jk_tb_take(&b->tb, &b->params, c, cost);
+
+	if (paid == JK_TB_BORROWED)
 		b->st[c].borrowed++;
-		return true;
-	}
-	return false;
-}
-
-/* The debt's trend: at most once per trend_ns, whether it grew since the
- * last reading.  A debt over kmin that shrinks belongs to a sender already
- * below its rate: its cut has yet to reach it, or has reached it and the
- * debt drains.  Marking it then only cuts again, and again each rate_reduce
- * period of the RNIC until the debt is gone, which at a few per cent below
- * the rate takes tens of ms: measured (tests/sim), a sender at 1 Gbit/s
- * was cut 70 times in 5 ms, to 3 % of its rate, and averaged 40-60 %.  So
- * marks need a growing debt, except near the ceiling (half of it), where
- * the sender must slow whatever the trend. */
-static void read_trend(struct jk_dhtb *b, uint64_t now_ns)
-{
-	int64_t d;
-
-	if (!b->params.trend_ns || now_ns - b->trend_start_ns < b->params.trend_ns)
-		return;
-	d = -b->cls[JK_DHTB_RDMA].tokens / NS_PER_S;
-	b->rising = d > b->trend_start_debt;
-	b->trend_start_debt = d;
-	b->trend_start_ns = now_ns;
-}
-
-/* Graded marking over the RDMA class's debt, derandomised: the
- * probabilities add up in an accumulator that marks each time it passes
- * one. */
-static bool rdma_mark(struct jk_dhtb *b, uint64_t debt)
-{
-	const struct jk_dhtb_params *p = &b->params;
-	uint32_t prob;
-
-	if (debt <= p->mark_kmin)
-		return false;
-	if (p->trend_ns && !b->rising && debt < p->ceiling / RISING_ONLY_BELOW)
-		return false;
-	if (debt >= p->mark_kmax)
-		return true;
-	prob = (uint32_t)((uint64_t)p->mark_pmax_ppm * (debt - p->mark_kmin) / (p->mark_kmax - p->mark_kmin));
-	b->mark_acc += prob;
-	if (b->mark_acc >= PPM) {
-		b->mark_acc -= PPM;
-		return true;
-	}
-	return false;
+	return paid != JK_TB_NOT;
 }
 
 static void passed(struct jk_dhtb *b, enum jk_dhtb_class c, uint32_t len)
@@ -421,35 +270,22 @@ enum jk_dhtb_verdict jk_dhtb_admit(struct jk_dhtb *b, enum jk_dhtb_class c, stru
 		passed(b, c, len);
 		return JK_DHTB_PASS;
 	}
-	refill(b, now_ns);
 	if (c == JK_DHTB_RDMA) {
-		uint64_t debt;
+		enum jk_tb_paid paid;
+		enum jk_dhtb_verdict v = jk_tb_rdma(&b->tb, &b->params, len, ctrl, ect, now_ns, &paid);
 
-		read_trend(b, now_ns);
-		/* Within tokens, charged once.  Over them, charged as debt up
-		 * to the hard ceiling, beyond it dropped.  ACK/NAK/CNP (exactly
-		 * their size: parse.c) are charged the same but never marked,
-		 * and pass JK_DHTB_CTRL_BUDGET bytes of debt beyond the ceiling
-		 * (where data is dropped): the transport must hear them, and a
-		 * flood of them is still bounded (docs/dhtb.md). */
-		if (take(b, c, cost)) {
-			passed(b, c, len);
-			return JK_DHTB_PASS;
-		}
-		debt = (uint64_t)((cost - b->cls[c].tokens) / NS_PER_S);
-		if (debt > b->params.ceiling + (ctrl ? JK_DHTB_CTRL_BUDGET : 0)) {
+		if (v == JK_DHTB_DROP) {
 			b->st[c].dropped++;
-			return JK_DHTB_DROP;
+			return v;
 		}
-		b->cls[c].tokens -= cost;
-		charge_root(b, cost);
+		if (paid == JK_TB_BORROWED)
+			b->st[c].borrowed++;
 		passed(b, c, len);
-		if (ect && !ctrl && rdma_mark(b, debt)) {
+		if (v == JK_DHTB_MARK)
 			b->st[c].marked++;
-			return JK_DHTB_MARK;
-		}
-		return JK_DHTB_PASS;
+		return v;
 	}
+	refill(b, now_ns);
 	/* TCP and other: behind a non-empty queue, whichever flow it holds. */
 	if (!b->rr_n && take(b, c, cost)) {
 		passed(b, c, len);
@@ -491,15 +327,15 @@ uint64_t jk_dhtb_next_ns(const struct jk_dhtb *b, uint64_t now_ns)
 		return now_ns;
 	cost = (int64_t)b->flow[b->rr_first].head->verdict.shaped_len * NS_PER_S;
 	/* Tokens as they will be at now_ns. */
-	el = now_ns > b->last_ns ? now_ns - b->last_ns : 0;
+	el = now_ns > b->tb.last_ns ? now_ns - b->tb.last_ns : 0;
 	if (el > MAX_REFILL_NS)
 		el = MAX_REFILL_NS;
-	need_cls = need_of(&b->cls[JK_DHTB_TCP], cost) - refilled(&b->cls[JK_DHTB_TCP], el);
-	need_root = need_of(&b->root, cost) - refilled(&b->root, el);
+	need_cls = jk_tb_need_of(&b->tb.cls[JK_DHTB_TCP], cost) - jk_tb_refilled(&b->tb.cls[JK_DHTB_TCP], el);
+	need_root = jk_tb_need_of(&b->tb.root, cost) - jk_tb_refilled(&b->tb.root, el);
 	if (need_cls <= 0 || need_root <= 0)
 		return now_ns;
-	wait_cls = b->cls[JK_DHTB_TCP].rate ? (uint64_t)need_cls / b->cls[JK_DHTB_TCP].rate + 1 : UINT64_MAX / 2;
-	wait_root = b->root.rate ? (uint64_t)need_root / b->root.rate + 1 : UINT64_MAX / 2;
+	wait_cls = b->tb.cls[JK_DHTB_TCP].rate ? (uint64_t)need_cls / b->tb.cls[JK_DHTB_TCP].rate + 1 : UINT64_MAX / 2;
+	wait_root = b->tb.root.rate ? (uint64_t)need_root / b->tb.root.rate + 1 : UINT64_MAX / 2;
 	need = (int64_t)(wait_cls < wait_root ? wait_cls : wait_root);
 	return now_ns + (uint64_t)need;
 }

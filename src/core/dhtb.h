@@ -26,30 +26,16 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "core/dhtb_tb.h"
 #include "core/pkt.h"
-
-enum jk_dhtb_class { JK_DHTB_RDMA, JK_DHTB_TCP, JK_DHTB__CLASSES };
 
 #define JK_DHTB_RELEASE_MAX 32   /* packets one jk_dhtb_release() call hands back at most, by convention */
 #define JK_DHTB_WAYS    8        /* flow queues per set (set-associative, as cake) */
 #define JK_DHTB_FLOWS   (1 + 16 * JK_DHTB_WAYS) /* TCP flow queues per DHTB; flow 0 takes non-IPv4 frames and fragments */
 #define JK_DHTB_QUANTUM 1514     /* DRR quantum, bytes: one full-sized frame per flow and round */
-#define JK_DHTB_CTRL_BUDGET 65536 /* RDMA debt beyond the ceiling that ACK/NAK/CNP may still run up */
 
-struct jk_dhtb_params {
-	uint64_t rate_bps;          /* 0 = unlimited: everything passes */
-	uint64_t burst_bytes;       /* 0 = default: 10 ms at rate, at least 64 KiB */
-	uint32_t weight[JK_DHTB__CLASSES];
-	uint32_t rdma_bank;         /* RDMA class depth: this many times its part of the burst (0 = 1) */
-	uint32_t mark_kmin;         /* RDMA debt (bytes) where marking starts */
-	uint32_t mark_kmax;         /* ... where it reaches mark_pmax */
-	uint32_t mark_pmax_ppm;     /* probability at kmax, parts per million */
-	uint32_t ceiling;           /* RDMA debt (bytes) beyond which packets drop */
-	uint64_t trend_ns;          /* RDMA: marks only while the debt grew over this window (0: always) */
-	uint32_t queue_limit;       /* TCP shaper queue, bytes */
-	uint32_t queue_pkts_limit;  /* ... and packets (0: none); the datapath sets it (jk_dp_params.held_max) */
-	uint32_t queue_mark;        /* TCP queue length (bytes) above which ECT is marked */
-};
+/* struct jk_dhtb_params, the buckets and RDMA's arithmetic: core/dhtb_tb.h,
+ * which the kernel fast path compiles too. */
 
 /* Defaults for a rate: weights 1:1, thresholds scaled to the rate. */
 void jk_dhtb_params_default(struct jk_dhtb_params *p, uint64_t rate_bps);
@@ -62,11 +48,6 @@ struct jk_dhtb_class_stats {
 	uint64_t borrowed;          /* packets passed on root tokens */
 };
 
-struct jk_bucket {
-	int64_t tokens;             /* nano-bytes: bytes x 1e9 */
-	int64_t depth;              /* burst, nano-bytes */
-	uint64_t rate;              /* bytes per second */
-};
 
 /* One flow's queue in the TCP shaper. */
 struct jk_dhtb_flow {
@@ -79,12 +60,7 @@ struct jk_dhtb_flow {
 
 struct jk_dhtb {
 	struct jk_dhtb_params params;
-	struct jk_bucket root, cls[JK_DHTB__CLASSES];
-	uint64_t last_ns;
-	uint32_t mark_acc;          /* marking accumulator, ppm */
-	uint64_t trend_start_ns;    /* RDMA debt trend: start of the current window */
-	int64_t trend_start_debt;   /* ... the debt then (bytes) */
-	bool rising;                /* the debt grew over the last full window */
+	struct jk_tb tb;            /* the buckets and RDMA's marking state */
 	uint32_t q_bytes, q_pkts;   /* TCP shaper queue, all flows */
 	/* The round: backlogged flows in service order.  Its first flow
 	 * always has deficit > 0, so its head packet is the next to leave. */
@@ -93,12 +69,6 @@ struct jk_dhtb {
 	struct jk_dhtb_class_stats st[JK_DHTB__CLASSES];
 };
 
-enum jk_dhtb_verdict {
-	JK_DHTB_PASS,
-	JK_DHTB_MARK,               /* pass with CE set (caller marks) */
-	JK_DHTB_HOLD,               /* queued: the DHTB owns the packet now */
-	JK_DHTB_DROP,
-};
 
 /* (Re)configures; keeps the queue.  Buckets start full. */
 void jk_dhtb_init(struct jk_dhtb *b, const struct jk_dhtb_params *p, uint64_t now_ns);

@@ -172,8 +172,8 @@ int rdma_loop_run(const struct loop_cfg *c, struct loop_result *res)
 			trace_ms = t / 1000000;
 			fprintf(c->trace, "t %6.1f ms rc %8.1f rt %8.1f alpha %.3f cls %9lld root %9lld cnps %llu\n",
 				t / 1e6, snd[0].rp.rc / 1e6, snd[0].rp.rt / 1e6, (double)snd[0].rp.alpha / RNIC_ALPHA_ONE,
-				(long long)(b->cls[JK_DHTB_RDMA].tokens / 1000000000ll),
-				(long long)(b->root.tokens / 1000000000ll), (unsigned long long)res->cnps);
+				(long long)(b->tb.cls[JK_DHTB_RDMA].tokens / 1000000000ll),
+				(long long)(b->tb.root.tokens / 1000000000ll), (unsigned long long)res->cnps);
 		}
 		if (t >= win_start + WINDOW_NS) {
 			double r = (double)win_bytes * 8 * NS_PER_S / (double)(t - win_start) / (double)c->rate_bps;

@@ -159,13 +159,13 @@ static bool rdma_fits(const struct jk_dhtb *b, uint32_t len)
 {
 	int64_t cost = (int64_t)len * (int64_t)NS;
 
-	return b->cls[RDMA].tokens >= cost || b->root.tokens >= cost;
+	return b->tb.cls[RDMA].tokens >= cost || b->tb.root.tokens >= cost;
 }
 
 /* Debt of the RDMA class in bytes (0 when it has tokens). */
 static uint64_t rdma_debt(const struct jk_dhtb *b)
 {
-	return b->cls[RDMA].tokens < 0 ? (uint64_t)(-b->cls[RDMA].tokens) / NS : 0;
+	return b->tb.cls[RDMA].tokens < 0 ? (uint64_t)(-b->tb.cls[RDMA].tokens) / NS : 0;
 }
 
 static double rel_err(double got, double want)
@@ -1426,7 +1426,7 @@ static void high_rate_refill_after_idle(void **state)
 	p.burst_bytes = 1000000;                     /* 1 MB: classes 750 kB / 250 kB */
 	b = bucket_new(&p, t);
 	/* empty every bucket: RDMA into debt, TCP queued */
-	while (b->cls[RDMA].tokens >= 0)
+	while (b->tb.cls[RDMA].tokens >= 0)
 		admit(b, pl, RDMA, 9000, false, false, t, 0);
 	fill_queue(b, pl, t, &tag, 10);
 	/* two seconds later: the queue leaves, RDMA passes without debt */
@@ -1441,8 +1441,8 @@ static void high_rate_refill_after_idle(void **state)
 		assert_int_equal(admit(b, pl, TCP, 1500, false, true, t, 0), JK_DHTB_PASS);
 	}
 	assert_int_equal(rdma_debt(b), 0);
-	assert_true(b->cls[RDMA].tokens > 0 && b->cls[RDMA].tokens <= b->cls[RDMA].depth);
-	assert_true(b->root.tokens > 0 && b->root.tokens <= b->root.depth);
+	assert_true(b->tb.cls[RDMA].tokens > 0 && b->tb.cls[RDMA].tokens <= b->tb.cls[RDMA].depth);
+	assert_true(b->tb.root.tokens > 0 && b->tb.root.tokens <= b->tb.root.depth);
 	assert_int_equal(b->st[RDMA].dropped, 0);
 	/* and a queued packet's release time is right too */
 	fill_queue(b, pl, t, &tag, 1);
