@@ -13,6 +13,9 @@
  *                mmapable: jakirod's aging decrements it atomically
  *   jk_counters  per-CPU array, vNIC id -> core's jk_vnic_counters, and
  *                slot JK_MAX_VNICS for what no vNIC owns
+ *   jk_dhtb      array, vNIC id x 2 + direction -> the DHTB's parameters,
+ *                tokens and counters under a bpf_spin_lock (one per vNIC
+ *                and direction, shared by every CPU)
  *   jk_host      array of one: this host's VTEP and devices
  * Addresses are in host order, as core keeps them.  Only jakirod writes
  * jk_vnics, jk_ports, jk_vlt, jk_vteps and jk_host; the programs write
@@ -23,7 +26,10 @@
 
 #include <stdint.h>
 
+#include <linux/bpf.h>
+
 #include "core/counters.h"
+#include "core/dhtb_tb.h"
 #include "core/wire.h"
 
 #define JK_FP_VNICS      256          /* = JK_MAX_VNICS (core/dp.h) */
@@ -92,7 +98,37 @@ struct jk_fp_host {
 	uint32_t vtep;
 	uint32_t vxlan_ifindex;
 	uint32_t ttl;             /* outer TTL */
-	uint32_t pad;
+	uint32_t shaper_ifindex;  /* the egress shaper's veth (its htb; docs/fastpath.md), 0: none */
 };
+
+/* The DHTB on the kernel fast path (docs/fastpath.md, "Isolation"): the
+ * program runs core's arithmetic (core/dhtb_tb.h) on every packet of a
+ * vNIC with a rate, marks or drops RDMA, and hands every packet to the
+ * vNIC's htb classes, where TCP waits its turn and RDMA (never held) is
+ * charged to the vNIC's parent class. */
+struct jk_fp_dhtb_stats {
+	uint64_t packets, bytes;  /* passed (RDMA), or handed to htb (TCP and other) */
+	uint64_t marked, dropped, borrowed;
+};
+
+struct jk_fp_dhtb {
+	struct bpf_spin_lock lock;
+	uint32_t pad;
+	struct jk_dhtb_params params;  /* rate_bps 0: unlimited, not shaped */
+	struct jk_tb tb;
+	struct jk_fp_dhtb_stats st[JK_DHTB__CLASSES];
+};
+
+/* htb class ids (minor numbers, major 1): on the shaper veth one parent
+ * and two leaves per vNIC (egress); on a vNIC's own device one parent and
+ * two leaves (ingress). */
+#define JK_FP_HTB_MAJOR        1
+#define JK_FP_HTB_EG_PARENT(id) (0x1000 + (id))
+#define JK_FP_HTB_EG_TCP(id)    (0x2000 + (id))
+#define JK_FP_HTB_EG_RDMA(id)   (0x3000 + (id))
+#define JK_FP_HTB_IN_PARENT     1
+#define JK_FP_HTB_IN_TCP        2
+#define JK_FP_HTB_IN_RDMA       3
+#define JK_FP_PRIO(minor)       ((uint32_t)JK_FP_HTB_MAJOR << 16 | (minor))
 
 #endif

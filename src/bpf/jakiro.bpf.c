@@ -91,6 +91,15 @@ struct {
 	__type(value, struct jk_fp_host);
 } jk_host SEC(".maps");
 
+/* One DHTB per vNIC and direction, shared by every CPU under its lock
+ * (a per-CPU bucket would split the rate). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, JK_FP_VNICS * JK_DIR__COUNT);
+	__type(key, uint32_t);
+	__type(value, struct jk_fp_dhtb);
+} jk_dhtb SEC(".maps");
+
 /* What one packet turned out to be, as far as the pipeline needs it. */
 struct pkt {
 	uint32_t id;              /* the vNIC it came from or goes to */
@@ -99,6 +108,8 @@ struct pkt {
 	uint8_t  proto, cls;
 	bool     roce_rc, roce_ctrl;
 	uint16_t frag_off;        /* flags and offset, host order */
+	uint8_t  tos;
+	uint32_t hdr_len;         /* Ethernet to the end of the L4 header: what every segment repeats */
 	uint32_t dqpn;
 	uint16_t sport, dport;
 };
@@ -189,7 +200,9 @@ static __always_inline unsigned parse_ipv4(struct __sk_buff *skb, struct pkt *p)
 	p->src_ip = jk_get32(ip->saddr);
 	p->dst_ip = jk_get32(ip->daddr);
 	p->proto = ip->proto;
+	p->tos = ip->tos;
 	p->l4_ofs = sizeof(struct jk_eth_hdr) + ihl;
+	p->hdr_len = p->l4_ofs;
 	p->cls = JK_CLASS_OTHER;
 	frag = jk_get16(ip->frag_off);
 	p->frag_off = (uint16_t)frag;
@@ -204,6 +217,7 @@ static __always_inline unsigned parse_ipv4(struct __sk_buff *skb, struct pkt *p)
 		if ((tcp->doff >> 4) < 5)
 			return JK_DROP_BAD_L4;
 		p->cls = JK_CLASS_TCP;
+		p->hdr_len = p->l4_ofs + (uint32_t)(tcp->doff >> 4) * 4;
 		p->sport = jk_get16(tcp->sport);
 		p->dport = jk_get16(tcp->dport);
 	} else if (p->proto == JK_IPPROTO_UDP) {
@@ -218,6 +232,7 @@ static __always_inline unsigned parse_ipv4(struct __sk_buff *skb, struct pkt *p)
 			return JK_DROP_BAD_L4;
 		p->sport = jk_get16(udp->sport);
 		p->dport = jk_get16(udp->dport);
+		p->hdr_len = p->l4_ofs + sizeof(*udp);
 		if (p->dport == JK_UDP_PORT_ROCE) {
 			struct jk_bth *bth = (void *)(udp + 1);
 			unsigned ctrl;
@@ -249,6 +264,78 @@ static __always_inline int deliver(const struct jk_fp_vnic *to)
 	if (to->deliver == JK_FP_DELIVER_PEER)
 		return bpf_redirect_peer(to->ifindex, 0);
 	return bpf_redirect(to->ifindex, 0);
+}
+
+/* The bytes a packet stands for on the wire: every segment a super-frame
+ * becomes (core/offload.h's jk_offload_wire_len). */
+static __always_inline uint32_t wire_len(const struct __sk_buff *skb, const struct pkt *p)
+{
+	uint32_t segs = skb->gso_segs;
+
+	return skb->len + (segs > 1 ? (segs - 1) * p->hdr_len : 0);
+}
+
+/* The DHTB of vNIC id in direction dir (docs/fastpath.md, "Isolation"):
+ * core's arithmetic (core/dhtb_tb.h) under the bucket's lock.  RDMA:
+ * JK_DHTB_PASS, MARK or DROP.  TCP and other: charged, and JK_DHTB_PASS:
+ * htb holds what is over the rate.  *shaped: the vNIC has a rate in that
+ * direction, so the packet goes through its htb classes. */
+static __always_inline unsigned dhtb(uint32_t id, unsigned dir, const struct pkt *p, uint32_t len, bool *shaped)
+{
+	uint32_t k = id * JK_DIR__COUNT + (dir & 1);
+	struct jk_fp_dhtb *b = bpf_map_lookup_elem(&jk_dhtb, &k);
+	enum jk_tb_paid paid = JK_TB_NOT;
+	unsigned verdict = JK_DHTB_PASS, c = p->cls == JK_CLASS_RDMA ? JK_DHTB_RDMA : JK_DHTB_TCP;
+	int64_t cost = (int64_t)len * JK_TB_NS_PER_S;
+	struct jk_fp_dhtb_stats *st;
+	uint64_t now;
+
+	*shaped = false;
+	if (!b || !b->params.rate_bps)
+		return JK_DHTB_PASS;
+	*shaped = true;
+	now = bpf_ktime_get_ns();
+	bpf_spin_lock(&b->lock);
+	if (c == JK_DHTB_RDMA) {
+		verdict = jk_tb_rdma(&b->tb, &b->params, len, p->roce_ctrl, (p->tos & JK_ECN_MASK) != 0, now, &paid);
+	} else {
+		jk_tb_refill(&b->tb, now);
+		paid = jk_tb_take(&b->tb, &b->params, JK_DHTB_TCP, cost);
+		if (paid == JK_TB_NOT)
+			jk_tb_charge(&b->tb, &b->params, JK_DHTB_TCP, cost);
+	}
+	st = &b->st[c & 1];
+	if (verdict == JK_DHTB_DROP) {
+		st->dropped++;
+	} else {
+		st->packets++;
+		st->bytes += len;
+		st->marked += verdict == JK_DHTB_MARK;
+		st->borrowed += paid == JK_TB_BORROWED;
+	}
+	bpf_spin_unlock(&b->lock);
+	return verdict;
+}
+
+/* Into local vNIC `to`, through its ingress DHTB: RDMA marked or dropped
+ * here, and with a rate every packet goes out of the vNIC's own device,
+ * whose htb holds TCP over the rate (not into the peer directly). */
+static __always_inline int deliver_in(struct __sk_buff *skb, uint32_t to, const struct jk_fp_vnic *tv,
+				      const struct pkt *p)
+{
+	bool shaped;
+	unsigned verdict = dhtb(to, JK_DIR_INGRESS, p, wire_len(skb, p), &shaped);
+
+	if (verdict == JK_DHTB_DROP)
+		return drop(to, p->cls == JK_CLASS_RDMA ? JK_DROP_DHTB_RDMA : JK_DROP_DHTB_TCP);
+	if (verdict == JK_DHTB_MARK)
+		bpf_skb_ecn_set_ce(skb);
+	count(to, JK_DIR_INGRESS, p->cls, skb->len);
+	if (shaped) {
+		skb->priority = JK_FP_PRIO(p->cls == JK_CLASS_RDMA ? JK_FP_HTB_IN_RDMA : JK_FP_HTB_IN_TCP);
+		return bpf_redirect(tv->ifindex, 0);
+	}
+	return deliver(tv);
 }
 
 /* RC RDMA: admit through the RCFT under the vNIC's QP quota, except the
@@ -321,36 +408,35 @@ static __always_inline int arp_answer(struct __sk_buff *skb, uint32_t id, const 
 	return bpf_redirect(skb->ifindex, 0);
 }
 
-/* Takes an egress packet of vNIC id to the VLT entry e: into a vNIC of
- * this host, or a tunnel key and out of the vxlan device (hash: the outer
- * source port's entropy, 0 to leave the kernel's). */
+/* Takes an egress packet of vNIC id (counted, its egress DHTB passed) to
+ * the VLT entry e: into a vNIC of this host, or a tunnel key and out of
+ * the vxlan device (hash: the outer source port's entropy, 0 to leave the
+ * kernel's). */
 static __always_inline int forward(struct __sk_buff *skb, uint32_t id, const struct jk_fp_vnic *v,
-				   const struct jk_fp_vlt_val *e, unsigned cls, uint32_t hash)
+				   const struct jk_fp_vlt_val *e, const struct pkt *p, uint32_t hash)
 {
 	struct bpf_tunnel_key key = {};
 	const struct jk_fp_host *h;
 	struct jk_fp_counters *c;
 	uint32_t zero = 0, dscp;
 
-	count(id, JK_DIR_EGRESS, cls, skb->len);
 	if (e->vtep == 0) {
 		uint32_t to = e->vnic_id;
 		const struct jk_fp_vnic *tv = bpf_map_lookup_elem(&jk_vnics, &to);
 
 		if (!tv || !tv->in_use)
 			return drop(id, JK_DROP_VNIC_DOWN);
-		count(to, JK_DIR_INGRESS, cls, skb->len);
 		if ((c = counters(JK_FP_GLOBAL)))
 			c->local_delivered++;
-		return deliver(tv);
+		return deliver_in(skb, to, tv, p);
 	}
 	h = bpf_map_lookup_elem(&jk_host, &zero);
 	if (!h)
 		return drop(id, JK_DROP_NO_ROUTE);
-	dscp = cls == JK_CLASS_RDMA ? v->dscp_rdma : v->dscp_tcp;
+	dscp = p->cls == JK_CLASS_RDMA ? v->dscp_rdma : v->dscp_tcp;
 	key.remote_ipv4 = e->vtep;
 	key.tunnel_id = v->vni;
-	key.tunnel_tos = (uint8_t)(dscp << 2);     /* the kernel adds the inner ECN (docs/datapath.md) */
+	key.tunnel_tos = (uint8_t)(dscp << 2);     /* the kernel adds the inner ECN (docs/fastpath.md) */
 	key.tunnel_ttl = (uint8_t)h->ttl;
 	if (bpf_skb_set_tunnel_key(skb, &key, sizeof(key), BPF_F_ZERO_CSUM_TX))
 		return drop(id, JK_DROP_NO_ROUTE);
@@ -394,7 +480,12 @@ static __always_inline int from_vnic_arp(struct __sk_buff *skb, uint32_t id, con
 	if (skb->len > sizeof(struct jk_eth_hdr) + sizeof(*arp) &&
 	    bpf_skb_change_tail(skb, sizeof(struct jk_eth_hdr) + sizeof(*arp), 0))
 		return drop(id, JK_DROP_TRUNC_ARP);
-	return forward(skb, id, v, e, JK_CLASS_OTHER, 0);
+	{
+		struct pkt p = { .id = id, .cls = JK_CLASS_OTHER, .src_ip = spa, .dst_ip = tpa };
+
+		count(id, JK_DIR_EGRESS, JK_CLASS_OTHER, skb->len);
+		return forward(skb, id, v, e, &p, 0);
+	}
 }
 
 /* The outer UDP source port's entropy: core/vxlan.c's words (the inner
@@ -476,7 +567,8 @@ static __always_inline int from_vnic_ipv4(struct __sk_buff *skb, uint32_t id, co
 	uint32_t l3_len, seg;
 	void *data, *end;
 	struct jk_eth_hdr *eth;
-	unsigned why;
+	unsigned why, verdict;
+	bool shaped;
 
 	why = parse_ipv4(skb, &p);
 	if (why != JK_DROP_NONE)
@@ -533,7 +625,25 @@ static __always_inline int from_vnic_ipv4(struct __sk_buff *skb, uint32_t id, co
 	e = vlt(v->vni, p.dst_ip);
 	if (!e)
 		return drop(id, JK_DROP_NO_ROUTE);
-	return forward(skb, id, v, e, p.cls, flow_hash(&p));
+	verdict = dhtb(id, JK_DIR_EGRESS, &p, wire_len(skb, &p), &shaped);
+	if (verdict == JK_DHTB_DROP)
+		return drop(id, p.cls == JK_CLASS_RDMA ? JK_DROP_DHTB_RDMA : JK_DROP_DHTB_TCP);
+	if (verdict == JK_DHTB_MARK)
+		bpf_skb_ecn_set_ce(skb);    /* the super-frame's header: every segment carries it */
+	count(id, JK_DIR_EGRESS, p.cls, skb->len);
+	if (shaped) {
+		/* Through the vNIC's egress htb classes on the shaper veth;
+		 * jk_after_shaper takes it on from there (mark: whose it is). */
+		uint32_t zero = 0;
+		const struct jk_fp_host *h = bpf_map_lookup_elem(&jk_host, &zero);
+
+		if (h && h->shaper_ifindex) {
+			skb->priority = JK_FP_PRIO(p.cls == JK_CLASS_RDMA ? JK_FP_HTB_EG_RDMA(id) : JK_FP_HTB_EG_TCP(id));
+			skb->mark = id + 1;
+			return bpf_redirect(h->shaper_ifindex, 0);
+		}
+	}
+	return forward(skb, id, v, e, &p, flow_hash(&p));
 }
 
 SEC("tc")
@@ -645,8 +755,36 @@ int jk_from_underlay(struct __sk_buff *skb)
 		return drop(JK_FP_GLOBAL, JK_DROP_NO_LOCAL_VNIC);
 	if ((c = counters(JK_FP_GLOBAL)))
 		c->decapped++;
-	count(to, JK_DIR_INGRESS, p.cls, skb->len);
-	return deliver(v);
+	return deliver_in(skb, to, v, &p);
+}
+
+/* tcx ingress of the shaper veth's far end: a packet of a vNIC with an
+ * egress rate, which htb let go, taken on to where the VLT says. */
+SEC("tc")
+int jk_after_shaper(struct __sk_buff *skb)
+{
+	uint32_t id = skb->mark - 1;
+	const struct jk_fp_vnic *v;
+	const struct jk_fp_vlt_val *e;
+	struct pkt p = {};
+	unsigned why;
+
+	skb->mark = 0;
+	skb->priority = 0;
+	if (id >= JK_FP_VNICS)
+		return drop(JK_FP_GLOBAL, JK_DROP_VNIC_DOWN);
+	v = bpf_map_lookup_elem(&jk_vnics, &id);
+	if (!v || !v->in_use)
+		return drop(JK_FP_GLOBAL, JK_DROP_VNIC_DOWN);
+	p.id = id;
+	pull(skb);
+	why = parse_ipv4(skb, &p);        /* checked once already: the fields again */
+	if (why != JK_DROP_NONE)
+		return drop(id, why);
+	e = vlt(v->vni, p.dst_ip);
+	if (!e)
+		return drop(id, JK_DROP_NO_ROUTE);
+	return forward(skb, id, v, e, &p, flow_hash(&p));
 }
 
 SEC("tc")

@@ -26,6 +26,10 @@ enum jk_dhtb_class { JK_DHTB_RDMA, JK_DHTB_TCP, JK_DHTB__CLASSES };
 #define JK_TB_MIN_CLASS_BURST (16 * 1024)
 #define JK_TB_RISING_ONLY_BELOW 2            /* marks need a growing debt below ceiling / this */
 
+/* Inlined everywhere: the BPF program calls these under a bpf_spin_lock,
+ * where the verifier allows no function call. */
+#define JK_TB_FN static inline __attribute__((always_inline))
+
 struct jk_dhtb_params {
 	uint64_t rate_bps;          /* 0 = unlimited: everything passes */
 	uint64_t burst_bytes;       /* 0 = default: 10 ms at rate, at least 64 KiB */
@@ -67,7 +71,7 @@ struct jk_tb {
 /* How a packet that passed was paid for. */
 enum jk_tb_paid { JK_TB_NOT, JK_TB_SHARE, JK_TB_BORROWED, JK_TB_OVER };
 
-static inline void jk_tb_bucket_set(struct jk_bucket *k, uint64_t rate_Bps, uint64_t depth_bytes)
+JK_TB_FN void jk_tb_bucket_set(struct jk_bucket *k, uint64_t rate_Bps, uint64_t depth_bytes)
 {
 	k->rate = rate_Bps;
 	k->depth = (int64_t)depth_bytes * JK_TB_NS_PER_S;
@@ -75,7 +79,7 @@ static inline void jk_tb_bucket_set(struct jk_bucket *k, uint64_t rate_Bps, uint
 }
 
 /* Buckets full, a fresh trend; p's zero weights become 1 first. */
-static inline void jk_tb_init(struct jk_tb *t, struct jk_dhtb_params *p, uint64_t now_ns)
+JK_TB_FN void jk_tb_init(struct jk_tb *t, struct jk_dhtb_params *p, uint64_t now_ns)
 {
 	uint64_t rate = p->rate_bps / 8, burst = p->burst_bytes;
 	uint32_t wsum;
@@ -108,7 +112,7 @@ static inline void jk_tb_init(struct jk_tb *t, struct jk_dhtb_params *p, uint64_
 /* A bucket's tokens after el ns, capped at its depth.  rate x el is only
  * computed when it cannot pass the room left: past ~74 Gbit/s, rate x 1 s
  * no longer fits in an int64_t. */
-static inline int64_t jk_tb_refilled(const struct jk_bucket *k, uint64_t el)
+JK_TB_FN int64_t jk_tb_refilled(const struct jk_bucket *k, uint64_t el)
 {
 	uint64_t room;
 
@@ -121,7 +125,7 @@ static inline int64_t jk_tb_refilled(const struct jk_bucket *k, uint64_t el)
 }
 
 /* Bytes of debt a bucket holding `tokens` stands for (0 if none). */
-static inline uint64_t jk_tb_debt(int64_t tokens)
+JK_TB_FN uint64_t jk_tb_debt(int64_t tokens)
 {
 	return tokens < 0 ? (uint64_t)(-tokens) / JK_TB_NS_PER_S : 0;
 }
@@ -136,7 +140,7 @@ static inline uint64_t jk_tb_debt(int64_t tokens)
  * (borrowing, unmarked) to mark the next small excess at 100 % (measured:
  * a limit cycle of cuts to min rate and ceiling drops with 4 QPs through
  * a 200 Mbit/s vNIC). */
-static inline void jk_tb_refill(struct jk_tb *t, uint64_t now_ns)
+JK_TB_FN void jk_tb_refill(struct jk_tb *t, uint64_t now_ns)
 {
 	uint64_t el = now_ns > t->last_ns ? now_ns - t->last_ns : 0;
 	int64_t floor;
@@ -159,7 +163,7 @@ static inline void jk_tb_refill(struct jk_tb *t, uint64_t now_ns)
  * what the other class could borrow and the aggregate stays at the rate
  * (a floor of one burst forgave that debt: RDMA + TCP ran ~5% over).  The
  * floor, a burst plus the RDMA ceiling, bounds how long borrowing waits. */
-static inline void jk_tb_charge_root(struct jk_tb *t, const struct jk_dhtb_params *p, int64_t cost)
+JK_TB_FN void jk_tb_charge_root(struct jk_tb *t, const struct jk_dhtb_params *p, int64_t cost)
 {
 	int64_t floor = t->root.depth + (int64_t)p->ceiling * JK_TB_NS_PER_S;
 
@@ -173,14 +177,14 @@ static inline void jk_tb_charge_root(struct jk_tb *t, const struct jk_dhtb_param
  * small class) a full bucket, which the packet then leaves in debt — so
  * big packets pass at the bucket's rate instead of never, and the debt
  * keeps the long-run rate exact. */
-static inline int64_t jk_tb_need_of(const struct jk_bucket *k, int64_t cost)
+JK_TB_FN int64_t jk_tb_need_of(const struct jk_bucket *k, int64_t cost)
 {
 	return cost < k->depth ? cost : k->depth;
 }
 
 /* Within the class share (JK_TB_SHARE) or borrowing root tokens
  * (JK_TB_BORROWED): charged.  JK_TB_NOT: nothing charged. */
-static inline enum jk_tb_paid jk_tb_take(struct jk_tb *t, const struct jk_dhtb_params *p, enum jk_dhtb_class c,
+JK_TB_FN enum jk_tb_paid jk_tb_take(struct jk_tb *t, const struct jk_dhtb_params *p, enum jk_dhtb_class c,
 					 int64_t cost)
 {
 	struct jk_bucket *k = &t->cls[c & 1];
@@ -197,6 +201,19 @@ static inline enum jk_tb_paid jk_tb_take(struct jk_tb *t, const struct jk_dhtb_p
 	return JK_TB_NOT;
 }
 
+/* Charged whatever the tokens (the kernel fast path's TCP, which htb will
+ * let go in its turn), the class no deeper in debt than the root may be. */
+JK_TB_FN void jk_tb_charge(struct jk_tb *t, const struct jk_dhtb_params *p, enum jk_dhtb_class c, int64_t cost)
+{
+	int64_t floor = t->root.depth + (int64_t)p->ceiling * JK_TB_NS_PER_S;
+	struct jk_bucket *k = &t->cls[c & 1];
+
+	k->tokens -= cost;
+	if (k->tokens < -floor)
+		k->tokens = -floor;
+	jk_tb_charge_root(t, p, cost);
+}
+
 /* The debt's trend: at most once per trend_ns, whether it grew since the
  * last reading.  A debt over kmin that shrinks belongs to a sender already
  * below its rate: its cut has yet to reach it, or has reached it and the
@@ -206,7 +223,7 @@ static inline enum jk_tb_paid jk_tb_take(struct jk_tb *t, const struct jk_dhtb_p
  * was cut 70 times in 5 ms, to 3 % of its rate, and averaged 40-60 %.  So
  * marks need a growing debt, except near the ceiling (half of it), where
  * the sender must slow whatever the trend. */
-static inline void jk_tb_read_trend(struct jk_tb *t, const struct jk_dhtb_params *p, uint64_t now_ns)
+JK_TB_FN void jk_tb_read_trend(struct jk_tb *t, const struct jk_dhtb_params *p, uint64_t now_ns)
 {
 	int64_t d, tokens = t->cls[JK_DHTB_RDMA].tokens;
 
@@ -223,7 +240,7 @@ static inline void jk_tb_read_trend(struct jk_tb *t, const struct jk_dhtb_params
 /* Graded marking over the RDMA class's debt, derandomised: the
  * probabilities add up in an accumulator that marks each time it passes
  * one. */
-static inline bool jk_tb_rdma_mark(struct jk_tb *t, const struct jk_dhtb_params *p, uint64_t debt)
+JK_TB_FN bool jk_tb_rdma_mark(struct jk_tb *t, const struct jk_dhtb_params *p, uint64_t debt)
 {
 	uint32_t prob;
 
@@ -249,7 +266,7 @@ static inline bool jk_tb_rdma_mark(struct jk_tb *t, const struct jk_dhtb_params 
  * beyond the ceiling (where data is dropped): the transport must hear
  * them, and a flood of them is still bounded (docs/dhtb.md).  *paid says
  * how a packet that passed was paid for. */
-static inline enum jk_dhtb_verdict jk_tb_rdma(struct jk_tb *t, const struct jk_dhtb_params *p, uint32_t len,
+JK_TB_FN enum jk_dhtb_verdict jk_tb_rdma(struct jk_tb *t, const struct jk_dhtb_params *p, uint32_t len,
 					      bool ctrl, bool ect, uint64_t now_ns, enum jk_tb_paid *paid)
 {
 	int64_t cost = (int64_t)len * JK_TB_NS_PER_S;

@@ -157,18 +157,6 @@ static int reserve_fits(struct jakirod *d, int except, uint32_t reserve, const c
 	return share_fits(d, except, reserve, true, field, err, errlen);
 }
 
-/* The kernel fast path does not run the DHTB yet (docs/datapath.md): a
- * rate it would not enforce is refused, not silently ignored. */
-static int shape_supported(struct jakirod *d, const struct jk_vnic_conf *v, const char *where, char *err,
-			   size_t errlen)
-{
-	if (!d->ebpf || (!v->egress.rate_bps && !v->ingress.rate_bps))
-		return 0;
-	snprintf(err, errlen, "%s%s: the ebpf datapath does not enforce rates yet; a host that shapes runs "
-		 "\"datapath\": \"user\"", where, v->egress.rate_bps ? "rate" : "ingress_rate");
-	return -EOPNOTSUPP;
-}
-
 static int vnic_precheck(struct jakirod *d, const struct jk_vnic_conf *v, char *err, size_t errlen)
 {
 	int r;
@@ -197,8 +185,7 @@ static int vnic_precheck(struct jakirod *d, const struct jk_vnic_conf *v, char *
 		snprintf(err, errlen, "ip: address is a remote VLT entry of VPC %s (delete it first)", v->vpc);
 		return -EEXIST;
 	}
-	if ((r = shape_supported(d, v, "", err, errlen)) ||
-	    (r = quota_fits(d, -1, v->qp_quota, "qp_quota", err, errlen)) ||
+	if ((r = quota_fits(d, -1, v->qp_quota, "qp_quota", err, errlen)) ||
 	    (r = reserve_fits(d, -1, v->nft_reserve, "nft_reserve", err, errlen)))
 		return r;
 	if (v->mtu && v->mtu > max_mtu) {
@@ -391,7 +378,6 @@ int jk_apply_vnic_set(struct jakirod *d, const char *name, json_t *patch, char *
 	}
 	prev = next = d->vnics[id].conf;
 	if ((r = jk_conf_patch_vnic(patch, &next, "set", err, errlen)) ||
-	    (r = shape_supported(d, &next, "set.", err, errlen)) ||
 	    (r = quota_fits(d, id, next.qp_quota, "set.qp_quota", err, errlen)) ||
 	    (r = reserve_fits(d, id, next.nft_reserve, "set.nft_reserve", err, errlen)))
 		return r;

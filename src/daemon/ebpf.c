@@ -48,6 +48,8 @@ struct jk_ebpf {
 	unsigned vxlan_ifindex;
 	int underlay_link;
 	int check_link;                    /* jk_underlay_check on the device with the VTEP address */
+	int shaper_link;                   /* jk_after_shaper on the shaper veth's far end */
+	unsigned shaper_ifindex;           /* the shaper veth (egress htb) */
 	int vnic_link[JK_MAX_VNICS];       /* -1: not hooked */
 	uint32_t *rc_live;                 /* jk_rc_live, mapped */
 	int ncpus;
@@ -167,7 +169,8 @@ static int map_fd(const struct bpf_map *m)
 
 static int host_write(struct jakirod *d)
 {
-	struct jk_fp_host h = { .vtep = d->conf->vtep, .vxlan_ifindex = d->ebpf->vxlan_ifindex, .ttl = JK_VXLAN_TTL };
+	struct jk_fp_host h = { .vtep = d->conf->vtep, .vxlan_ifindex = d->ebpf->vxlan_ifindex, .ttl = JK_VXLAN_TTL,
+				.shaper_ifindex = d->ebpf->shaper_ifindex };
 	uint32_t zero = 0;
 
 	return bpf_map_update_elem(map_fd(d->ebpf->skel->maps.jk_host), &zero, &h, BPF_ANY) ? -errno : 0;
@@ -242,6 +245,43 @@ static unsigned vtep_ifindex(uint32_t vtep)
 	return idx;
 }
 
+/* The egress shaper (docs/fastpath.md, "Isolation"): a veth pair whose
+ * first end's htb holds every vNIC's egress classes, and whose other end
+ * hands what htb lets go to jk_after_shaper.  Taken over as it is. */
+static int shaper_open(struct jk_ebpf *e, char *err, size_t errlen)
+{
+	char path[PATH_MAX];
+	unsigned far;
+	int r = 0;
+
+	e->shaper_ifindex = e->adopting ? if_nametoindex(JK_EBPF_SHAPER_DEV) : 0;
+	if (!e->shaper_ifindex) {
+		jk_nl_link_del(JK_EBPF_SHAPER_DEV);
+		r = jk_nl_veth_add(JK_EBPF_SHAPER_DEV, JK_EBPF_SHAPER_PEER, 0);
+		if (r == 0)
+			r = jk_nl_link_setup(JK_EBPF_SHAPER_DEV, NULL, NULL, 65535);
+		if (r == 0)
+			r = jk_nl_link_setup(JK_EBPF_SHAPER_PEER, NULL, NULL, 65535);
+		e->shaper_ifindex = if_nametoindex(JK_EBPF_SHAPER_DEV);
+		if (r == 0)
+			r = jk_nl_htb_root(e->shaper_ifindex);
+		if (r) {
+			snprintf(err, errlen, "datapath: ebpf: cannot make the shaper veth \"%s\" and its htb: %s",
+				 JK_EBPF_SHAPER_DEV, strerror(-r));
+			return r;
+		}
+	}
+	far = if_nametoindex(JK_EBPF_SHAPER_PEER);
+	snprintf(path, sizeof(path), "%s/link-shaper", e->pin_dir);
+	e->shaper_link = tcx_hook(bpf_program__fd(e->skel->progs.jk_after_shaper), far, path);
+	if (e->shaper_link < 0) {
+		r = e->shaper_link;
+		snprintf(err, errlen, "datapath: ebpf: cannot hook \"%s\" (tcx ingress): %s", JK_EBPF_SHAPER_PEER,
+			 strerror(-r));
+	}
+	return r;
+}
+
 int jk_ebpf_open(struct jakirod *d, char *err, size_t errlen)
 {
 	struct jk_ebpf *e = calloc(1, sizeof(*e));
@@ -256,7 +296,7 @@ int jk_ebpf_open(struct jakirod *d, char *err, size_t errlen)
 	}
 	for (unsigned i = 0; i < JK_MAX_VNICS; i++)
 		e->vnic_link[i] = -1;
-	e->underlay_link = e->check_link = -1;
+	e->underlay_link = e->check_link = e->shaper_link = -1;
 	e->ncpus = libbpf_num_possible_cpus();
 	e->percpu = e->ncpus > 0 ? calloc((size_t)e->ncpus, sizeof(*e->percpu)) : NULL;
 	d->ebpf = e;
@@ -298,8 +338,9 @@ int jk_ebpf_open(struct jakirod *d, char *err, size_t errlen)
 		}
 		e->vxlan_ifindex = if_nametoindex(JK_EBPF_VXLAN_DEV);
 	}
-	if ((r = host_write(d))) {
-		snprintf(err, errlen, "datapath: ebpf: cannot write jk_host: %s", strerror(-r));
+	if ((r = shaper_open(e, err, errlen)) || (r = host_write(d))) {
+		if (!r)
+			snprintf(err, errlen, "datapath: ebpf: cannot write jk_host: %s", strerror(-r));
 		goto fail;
 	}
 	snprintf(path, sizeof(path), "%s/link-underlay", e->pin_dir);
@@ -388,7 +429,13 @@ void jk_ebpf_close(struct jakirod *d)
 		close(e->underlay_link);
 	if (e->check_link >= 0)
 		close(e->check_link);
+	if (e->shaper_link >= 0)
+		close(e->shaper_link);
+	if (e->shaper_ifindex)
+		jk_nl_link_del(JK_EBPF_SHAPER_DEV);
 	if (e->pin_dir[0]) {
+		snprintf(path, sizeof(path), "%s/link-shaper", e->pin_dir);
+		unlink(path);
 		snprintf(path, sizeof(path), "%s/link-underlay", e->pin_dir);
 		unlink(path);
 		snprintf(path, sizeof(path), "%s/link-check", e->pin_dir);
@@ -481,6 +528,78 @@ static void rcft_flush(struct jk_ebpf *e, uint32_t id)
 	__atomic_store_n(&e->rc_live[id], 0, __ATOMIC_RELAXED);
 }
 
+/* RDMA's htb leaf never holds a packet (the program marks RDMA instead):
+ * its own rate is above anything a vNIC carries, so htb only charges what
+ * it sends to the vNIC's parent class, where TCP borrows. */
+#define RDMA_LEAF_RATE (100ull * 1000 * 1000 * 1000 / 8)
+
+/* The htb classes of one direction: a parent at the rate, TCP's leaf at
+ * its weighted share (ceil: the rate; a bfifo of the DHTB's queue limit),
+ * RDMA's leaf at RDMA_LEAF_RATE served first.  An error is reported, and
+ * the vNIC stays shaped by the program's arithmetic alone. */
+static int htb_classes(unsigned ifindex, uint16_t parent, uint16_t tcp, uint16_t rdma, const struct jk_dhtb *b)
+{
+	uint64_t rate = b->params.rate_bps / 8;
+	uint32_t burst = (uint32_t)(b->tb.root.depth / JK_TB_NS_PER_S);
+	uint32_t wsum = b->params.weight[JK_DHTB_RDMA] + b->params.weight[JK_DHTB_TCP];
+	uint64_t tcp_rate = wsum ? rate * b->params.weight[JK_DHTB_TCP] / wsum : rate;
+	int r;
+
+	if ((r = jk_nl_htb_class(ifindex, parent, 0, rate, rate, burst, 0)) ||
+	    (r = jk_nl_htb_class(ifindex, tcp, parent, tcp_rate ? tcp_rate : 1, rate, burst, 1)) ||
+	    (r = jk_nl_bfifo(ifindex, tcp, b->params.queue_limit)) ||
+	    (r = jk_nl_htb_class(ifindex, rdma, parent, RDMA_LEAF_RATE, RDMA_LEAF_RATE, burst, 0)))
+		return r;
+	return 0;
+}
+
+static void egress_classes_del(struct jk_ebpf *e, uint16_t id)
+{
+	jk_nl_htb_class_del(e->shaper_ifindex, (uint16_t)JK_FP_HTB_EG_TCP(id));
+	jk_nl_htb_class_del(e->shaper_ifindex, (uint16_t)JK_FP_HTB_EG_RDMA(id));
+	jk_nl_htb_class_del(e->shaper_ifindex, (uint16_t)JK_FP_HTB_EG_PARENT(id));
+}
+
+/* vNIC id's DHTBs, as the core has them: the program's buckets (fresh,
+ * full) and the htb classes that hold its TCP. */
+static void vnic_shape(struct jakirod *d, uint16_t id)
+{
+	struct jk_ebpf *e = d->ebpf;
+	const struct jk_vnic *v = jk_dp_vnic(d->dp, id);
+	unsigned ifindex = if_nametoindex(d->vnics[id].port.ifname);
+	uint64_t now = monotonic_ns();
+	int r = 0;
+
+	if (!v)
+		return;
+	for (unsigned dir = 0; dir < JK_DIR__COUNT; dir++) {
+		const struct jk_dhtb *b = &v->dhtb[dir];
+		struct jk_fp_dhtb val;
+		uint32_t key = (uint32_t)id * JK_DIR__COUNT + dir;
+
+		memset(&val, 0, sizeof(val));
+		val.params = b->params;
+		if (jk_dhtb_limited(b))
+			jk_tb_init(&val.tb, &val.params, now);
+		else
+			val.params.rate_bps = 0;
+		bpf_map_update_elem(map_fd(e->skel->maps.jk_dhtb), &key, &val, BPF_F_LOCK);
+		if (dir == JK_DIR_EGRESS) {
+			egress_classes_del(e, id);
+			if (jk_dhtb_limited(b))
+				r = htb_classes(e->shaper_ifindex, (uint16_t)JK_FP_HTB_EG_PARENT(id),
+						(uint16_t)JK_FP_HTB_EG_TCP(id), (uint16_t)JK_FP_HTB_EG_RDMA(id), b);
+		} else if (ifindex) {
+			jk_nl_qdisc_root_del(ifindex);
+			if (jk_dhtb_limited(b) && (r = jk_nl_htb_root(ifindex)) == 0)
+				r = htb_classes(ifindex, JK_FP_HTB_IN_PARENT, JK_FP_HTB_IN_TCP, JK_FP_HTB_IN_RDMA, b);
+		}
+		if (r)
+			fprintf(stderr, "jakirod: %s: %s htb classes: %s: TCP over the rate is not held\n", v->cfg.name,
+				jk_dir_name(dir), strerror(-r));
+	}
+}
+
 int jk_ebpf_vnic_attach(struct jakirod *d, uint16_t id, char *err, size_t errlen)
 {
 	struct jk_ebpf *e = d->ebpf;
@@ -506,6 +625,7 @@ int jk_ebpf_vnic_attach(struct jakirod *d, uint16_t id, char *err, size_t errlen
 	}
 	jk_ebpf_vlt_sync(d, fv.vni, fv.ip);
 	link_pin_path(e, fv.deliver == JK_FP_DELIVER_PEER ? 'v' : 'x', d->vnics[id].port.ifname, path, sizeof(path));
+	vnic_shape(d, id);
 	e->vnic_link[id] = tcx_hook(bpf_program__fd(e->skel->progs.jk_from_vnic), ifindex, path);
 	if (e->vnic_link[id] < 0) {
 		r = e->vnic_link[id];
@@ -541,6 +661,16 @@ void jk_ebpf_vnic_detach(struct jakirod *d, uint16_t id)
 	e->vnic_link[id] = -1;
 	bpf_map_update_elem(map_fd(e->skel->maps.jk_vnics), &key, &none, BPF_ANY);
 	rcft_flush(e, id);
+	for (unsigned dir = 0; dir < JK_DIR__COUNT; dir++) {
+		struct jk_fp_dhtb unshaped;
+		uint32_t k = (uint32_t)id * JK_DIR__COUNT + dir;
+
+		memset(&unshaped, 0, sizeof(unshaped));
+		bpf_map_update_elem(map_fd(e->skel->maps.jk_dhtb), &k, &unshaped, BPF_F_LOCK);
+	}
+	egress_classes_del(e, id);
+	if (!d->vnics[id].port.made_link && if_nametoindex(d->vnics[id].port.ifname))
+		jk_nl_qdisc_root_del(if_nametoindex(d->vnics[id].port.ifname));   /* a VM's TAP stays: its htb goes */
 }
 
 void jk_ebpf_vnic_update(struct jakirod *d, uint16_t id)
@@ -551,6 +681,7 @@ void jk_ebpf_vnic_update(struct jakirod *d, uint16_t id)
 	vnic_value(d, id, &fv);
 	if (fv.in_use)
 		bpf_map_update_elem(map_fd(d->ebpf->skel->maps.jk_vnics), &key, &fv, BPF_ANY);
+	vnic_shape(d, id);
 }
 
 /* One more (delta 1) or one fewer (-1) VLT entry of vni at vtep. */
@@ -590,6 +721,27 @@ void jk_ebpf_vlt_sync(struct jakirod *d, uint32_t vni, uint32_t ip)
 		vtep_count(e, vni, was.vtep ? was.vtep : d->conf->vtep, -1);
 }
 
+/* The program's DHTB counters into the core's (show, /metrics). */
+static void dhtb_stats_sync(struct jk_ebpf *e, uint16_t id, struct jk_vnic *v)
+{
+	for (unsigned dir = 0; dir < JK_DIR__COUNT; dir++) {
+		struct jk_fp_dhtb val;
+		uint32_t key = (uint32_t)id * JK_DIR__COUNT + dir;
+
+		if (bpf_map_lookup_elem_flags(map_fd(e->skel->maps.jk_dhtb), &key, &val, BPF_F_LOCK))
+			continue;
+		for (unsigned c = 0; c < JK_DHTB__CLASSES; c++) {
+			struct jk_dhtb_class_stats *st = &v->dhtb[dir].st[c];
+
+			st->packets = val.st[c].packets;
+			st->bytes = val.st[c].bytes;
+			st->marked = val.st[c].marked;
+			st->dropped = val.st[c].dropped;
+			st->borrowed = val.st[c].borrowed;
+		}
+	}
+}
+
 /* The sum over CPUs of vNIC slot `slot`'s counters. */
 static int counters_sum(struct jk_ebpf *e, uint32_t slot, struct jk_fp_counters *sum)
 {
@@ -619,6 +771,7 @@ void jk_ebpf_sync_counters(struct jakirod *d)
 			continue;
 		v->cnt = sum.v;
 		d->dp->rc_live[id] = __atomic_load_n(&e->rc_live[id], __ATOMIC_RELAXED);
+		dhtb_stats_sync(e, id, v);
 		rcft += d->dp->rc_live[id];
 	}
 	if (counters_sum(e, JK_FP_GLOBAL, &sum) == 0) {

@@ -18,6 +18,8 @@
 struct jakirod;
 
 #define JK_EBPF_VXLAN_DEV "jk-vxlan"
+#define JK_EBPF_SHAPER_DEV "jk-shape"      /* egress htb (docs/fastpath.md, "Isolation") */
+#define JK_EBPF_SHAPER_PEER "jk-shape-r"
 
 /* Loads the programs (the verifier's refusal is the message), creates
  * the vxlan device and hooks it.  Nothing is left behind on failure. */
@@ -37,7 +39,8 @@ void jk_ebpf_sweep_leftovers(struct jakirod *d);
 int jk_ebpf_vnic_attach(struct jakirod *d, uint16_t id, char *err, size_t errlen);
 /* Before vNIC id leaves the core: unhooked, its entries and flows gone. */
 void jk_ebpf_vnic_detach(struct jakirod *d, uint16_t id);
-/* vNIC id's settings changed in the core (MTU, quota, DSCP). */
+/* vNIC id's settings changed in the core (MTU, quota, DSCP, DHTB): the
+ * maps, and its htb classes, follow. */
 void jk_ebpf_vnic_update(struct jakirod *d, uint16_t id);
 /* The core's VLT entry (vni, ip) changed (added, replaced or deleted). */
 void jk_ebpf_vlt_sync(struct jakirod *d, uint32_t vni, uint32_t ip);

@@ -6,8 +6,10 @@
 #include <fcntl.h>
 #include <libmnl/libmnl.h>
 #include <linux/if_link.h>
+#include <linux/pkt_sched.h>
 #include <linux/rtnetlink.h>
 #include <net/if.h>
+#include <stdint.h>
 #include <sched.h>
 #include <stdio.h>
 #include <string.h>
@@ -210,5 +212,102 @@ int jk_nl_link_del(const char *ifname)
 	if (!nlh)
 		return -ENODEV;
 	nlh->nlmsg_type = RTM_DELLINK;
+	return jk_nl_request(nlh);
+}
+
+/* ---- traffic control: htb for the kernel fast path's shaping ---------- */
+
+#define HTB_MAJOR 1u
+#define TCH(minor) (HTB_MAJOR << 16 | (minor))
+
+static struct nlmsghdr *tc_msg(char *buf, uint16_t type, uint16_t flags, unsigned ifindex, uint32_t handle,
+			       uint32_t parent)
+{
+	struct nlmsghdr *nlh = mnl_nlmsg_put_header(buf);
+	struct tcmsg *tcm;
+
+	nlh->nlmsg_type = type;
+	nlh->nlmsg_flags = flags;
+	tcm = mnl_nlmsg_put_extra_header(nlh, sizeof(*tcm));
+	tcm->tcm_family = AF_UNSPEC;
+	tcm->tcm_ifindex = (int)ifindex;
+	tcm->tcm_handle = handle;
+	tcm->tcm_parent = parent;
+	return nlh;
+}
+
+int jk_nl_htb_root(unsigned ifindex)
+{
+	char buf[MNL_SOCKET_BUFFER_SIZE];
+	struct nlmsghdr *nlh = tc_msg(buf, RTM_NEWQDISC, NLM_F_CREATE | NLM_F_REPLACE, ifindex, TCH(0), TC_H_ROOT);
+	struct tc_htb_glob glob = { .version = 3, .rate2quantum = 10, .defcls = 0 };
+	struct nlattr *opts;
+
+	mnl_attr_put_strz(nlh, TCA_KIND, "htb");
+	opts = mnl_attr_nest_start(nlh, TCA_OPTIONS);
+	mnl_attr_put(nlh, TCA_HTB_INIT, sizeof(glob), &glob);
+	mnl_attr_nest_end(nlh, opts);
+	return jk_nl_request(nlh);
+}
+
+int jk_nl_qdisc_root_del(unsigned ifindex)
+{
+	char buf[MNL_SOCKET_BUFFER_SIZE];
+
+	return jk_nl_request(tc_msg(buf, RTM_DELQDISC, 0, ifindex, 0, TC_H_ROOT));
+}
+
+/* psched ticks (64 ns) to send `bytes` at `rate` bytes/s. */
+static uint32_t htb_ticks(uint64_t bytes, uint64_t rate)
+{
+	uint64_t ns = rate ? bytes * 1000000000ull / rate : 0, ticks = ns >> 6;
+
+	return ticks > UINT32_MAX ? UINT32_MAX : (uint32_t)ticks;
+}
+
+int jk_nl_htb_class(unsigned ifindex, uint16_t minor, uint16_t parent, uint64_t rate, uint64_t ceil, uint32_t burst,
+		    uint32_t prio)
+{
+	char buf[MNL_SOCKET_BUFFER_SIZE];
+	struct nlmsghdr *nlh = tc_msg(buf, RTM_NEWTCLASS, NLM_F_CREATE | NLM_F_REPLACE, ifindex, TCH(minor),
+				      parent ? TCH(parent) : TCH(0));
+	struct tc_htb_opt opt;
+	struct nlattr *opts;
+
+	memset(&opt, 0, sizeof(opt));
+	/* linklayer set: no rate table wanted (iproute2's old rtab). */
+	opt.rate.linklayer = opt.ceil.linklayer = TC_LINKLAYER_ETHERNET;
+	opt.rate.rate = rate > UINT32_MAX ? UINT32_MAX : (uint32_t)rate;
+	opt.ceil.rate = ceil > UINT32_MAX ? UINT32_MAX : (uint32_t)ceil;
+	opt.buffer = htb_ticks(burst, rate);
+	opt.cbuffer = htb_ticks(burst, ceil);
+	opt.quantum = 65536 + 1514;      /* a super-frame per turn */
+	opt.prio = prio;
+	mnl_attr_put_strz(nlh, TCA_KIND, "htb");
+	opts = mnl_attr_nest_start(nlh, TCA_OPTIONS);
+	mnl_attr_put(nlh, TCA_HTB_PARMS, sizeof(opt), &opt);
+	if (rate > UINT32_MAX)
+		mnl_attr_put_u64(nlh, TCA_HTB_RATE64, rate);
+	if (ceil > UINT32_MAX)
+		mnl_attr_put_u64(nlh, TCA_HTB_CEIL64, ceil);
+	mnl_attr_nest_end(nlh, opts);
+	return jk_nl_request(nlh);
+}
+
+int jk_nl_htb_class_del(unsigned ifindex, uint16_t minor)
+{
+	char buf[MNL_SOCKET_BUFFER_SIZE];
+
+	return jk_nl_request(tc_msg(buf, RTM_DELTCLASS, 0, ifindex, TCH(minor), 0));
+}
+
+int jk_nl_bfifo(unsigned ifindex, uint16_t minor, uint32_t limit)
+{
+	char buf[MNL_SOCKET_BUFFER_SIZE];
+	struct nlmsghdr *nlh = tc_msg(buf, RTM_NEWQDISC, NLM_F_CREATE | NLM_F_REPLACE, ifindex, 0, TCH(minor));
+	struct tc_fifo_qopt q = { .limit = limit };
+
+	mnl_attr_put_strz(nlh, TCA_KIND, "bfifo");
+	mnl_attr_put(nlh, TCA_OPTIONS, sizeof(q), &q);
 	return jk_nl_request(nlh);
 }

@@ -41,6 +41,18 @@ int jk_nl_vxlan_add(const char *ifname, uint16_t dstport, uint16_t mtu);
 /* Removes interface `ifname` (a veth: both ends).  -ENODEV if none. */
 int jk_nl_link_del(const char *ifname);
 
+/* htb (docs/fastpath.md, "Isolation"), handle 1:, on device ifindex: the
+ * root qdisc (replacing any; unclassified packets pass unshaped), or gone
+ * back to the default.  Classes 1:minor under 1:parent (0: the qdisc) at
+ * rate and ceil bytes/s with a burst of bytes and a priority (replaced if
+ * there); a bfifo of limit bytes as the queue of leaf 1:minor. */
+int jk_nl_htb_root(unsigned ifindex);
+int jk_nl_qdisc_root_del(unsigned ifindex);
+int jk_nl_htb_class(unsigned ifindex, uint16_t minor, uint16_t parent, uint64_t rate, uint64_t ceil, uint32_t burst,
+		    uint32_t prio);
+int jk_nl_htb_class_del(unsigned ifindex, uint16_t minor);
+int jk_nl_bfifo(unsigned ifindex, uint16_t minor, uint32_t limit);
+
 /* Opens a namespace by name (/run/netns/NAME) or path.  fd or -errno. */
 int jk_netns_open(const char *name_or_path);
 
