@@ -107,8 +107,9 @@ struct jk_fp_host {
  * vNIC's htb classes, where TCP waits its turn and RDMA (never held) is
  * charged to the vNIC's parent class. */
 struct jk_fp_dhtb_stats {
-	uint64_t packets, bytes;  /* passed (RDMA), or handed to htb (TCP and other) */
+	uint64_t packets, bytes;  /* passed (RDMA), or handed to htb (TCP and other); counted unshaped too */
 	uint64_t marked, dropped, borrowed;
+	uint64_t queued;          /* TCP over its share with nothing to borrow: it waits in htb */
 };
 
 struct jk_fp_dhtb {

@@ -291,8 +291,13 @@ static __always_inline unsigned dhtb(uint32_t id, unsigned dir, const struct pkt
 	uint64_t now;
 
 	*shaped = false;
-	if (!b || !b->params.rate_bps)
+	if (!b)
 		return JK_DHTB_PASS;
+	if (!b->params.rate_bps) {      /* unlimited: counted as core counts it */
+		__sync_fetch_and_add(&b->st[c & 1].packets, 1);
+		__sync_fetch_and_add(&b->st[c & 1].bytes, len);
+		return JK_DHTB_PASS;
+	}
 	*shaped = true;
 	now = bpf_ktime_get_ns();
 	bpf_spin_lock(&b->lock);
@@ -312,6 +317,7 @@ static __always_inline unsigned dhtb(uint32_t id, unsigned dir, const struct pkt
 		st->bytes += len;
 		st->marked += verdict == JK_DHTB_MARK;
 		st->borrowed += paid == JK_TB_BORROWED;
+		st->queued += c == JK_DHTB_TCP && paid == JK_TB_NOT;
 	}
 	bpf_spin_unlock(&b->lock);
 	return verdict;

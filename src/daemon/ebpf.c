@@ -738,6 +738,7 @@ static void dhtb_stats_sync(struct jk_ebpf *e, uint16_t id, struct jk_vnic *v)
 			st->marked = val.st[c].marked;
 			st->dropped = val.st[c].dropped;
 			st->borrowed = val.st[c].borrowed;
+			st->queued = val.st[c].queued;
 		}
 	}
 }

@@ -4,7 +4,7 @@
 # rate on the same hosts each get theirs; RDMA over the rate is CE-marked
 # (not dropped) and the sender receives CNPs; a QP quota admits exactly
 # its number of RC flows.
-# datapaths: user (ebpf: the DHTB is not on the kernel fast path yet)
+# datapaths: user ebpf
 source "$(dirname "$0")/../lib.sh"
 need iperf3 python3
 
