@@ -9,7 +9,7 @@
 # (bench/core, test-tables); jakirod draws its key at start (getrandom), so
 # here the 600 flows land apart: every one is cached, none refused, and a
 # tenant of another VPC on the same host still gets its flows cached.
-# datapaths: user (ebpf: floods the NFT, which the kernel fast path has none of)
+# datapaths: user (ebpf: floods the NFT, which the kernel fast path has none of; its maps hash with a random seed per map, and hostile.sh floods its RCFT on both)
 source "$(dirname "$0")/../lib.sh"
 need python3
 
