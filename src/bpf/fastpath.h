@@ -114,21 +114,33 @@ struct jk_fp_dhtb_stats {
 
 struct jk_fp_dhtb {
 	struct bpf_spin_lock lock;
-	uint32_t pad;
+	uint32_t next_leaf;            /* the TCP leaf a new flow gets (round robin, atomic) */
 	struct jk_dhtb_params params;  /* rate_bps 0: unlimited, not shaped */
 	struct jk_tb tb;
 	struct jk_fp_dhtb_stats st[JK_DHTB__CLASSES];
 };
 
-/* htb class ids (minor numbers, major 1): on the shaper veth one parent
- * and two leaves per vNIC (egress); on a vNIC's own device one parent and
- * two leaves (ingress). */
+/* htb class ids (minor numbers, major 1): on the shaper veth, per vNIC, a
+ * parent, an RDMA leaf and JK_FP_TCP_LEAVES TCP leaves (egress); on a
+ * vNIC's own device the same once (ingress).  A TCP flow's leaf is its
+ * own (new flows take the leaves in turn: jk_flow_leaf): htb serves the
+ * leaves in turn, so up to 8 flows of one vNIC share its TCP rate, not one
+ * FIFO (no sfq or fq_codel on these kernels). */
+#define JK_FP_TCP_LEAVES       8
+#define JK_FP_FLOW_LEAVES_MAX  65536   /* jk_flow_leaf: flows with a leaf (LRU: a forgotten flow gets another) */
+
+struct jk_fp_flow_key {
+	uint32_t src_ip, dst_ip;
+	uint16_t sport, dport;
+	uint8_t  proto, dir;
+	uint16_t vnic;
+};
 #define JK_FP_HTB_MAJOR        1
 #define JK_FP_HTB_EG_PARENT(id) (0x1000 + (id))
-#define JK_FP_HTB_EG_TCP(id)    (0x2000 + (id))
+#define JK_FP_HTB_EG_TCP(id, k) (0x2000 + (id) * JK_FP_TCP_LEAVES + (k))
 #define JK_FP_HTB_EG_RDMA(id)   (0x3000 + (id))
 #define JK_FP_HTB_IN_PARENT     1
-#define JK_FP_HTB_IN_TCP        2
+#define JK_FP_HTB_IN_TCP(k)     (0x10 + (k))
 #define JK_FP_HTB_IN_RDMA       3
 #define JK_FP_PRIO(minor)       ((uint32_t)JK_FP_HTB_MAJOR << 16 | (minor))
 

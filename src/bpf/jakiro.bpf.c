@@ -91,6 +91,14 @@ struct {
 	__type(value, struct jk_fp_host);
 } jk_host SEC(".maps");
 
+/* The htb leaf of each TCP flow of a shaped vNIC (fastpath.h). */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, JK_FP_FLOW_LEAVES_MAX);
+	__type(key, struct jk_fp_flow_key);
+	__type(value, uint32_t);
+} jk_flow_leaf SEC(".maps");
+
 /* One DHTB per vNIC and direction, shared by every CPU under its lock
  * (a per-CPU bucket would split the rate). */
 struct {
@@ -257,6 +265,18 @@ static __always_inline unsigned parse_ipv4(struct __sk_buff *skb, struct pkt *p)
 	return JK_DROP_NONE;
 }
 
+/* The outer UDP source port's entropy: core/vxlan.c's words (the inner
+ * flow, and for RoCE the destination QP) and hash; the kernel maps it into
+ * the vxlan device's port range. */
+static __always_inline uint32_t flow_hash(const struct pkt *p)
+{
+	uint32_t w[5] = { p->src_ip, p->dst_ip, (uint32_t)p->sport << 16 | p->dport, p->proto,
+			  p->cls == JK_CLASS_RDMA ? p->dqpn : 0 };
+	uint32_t h = jk_hash_words(w, 5, JK_VXLAN_SPORT_SEED);
+
+	return h ? h : 1;
+}
+
 /* Into local vNIC `to`: a veth's peer straight into the tenant's
  * namespace, or out of an existing device. */
 static __always_inline int deliver(const struct jk_fp_vnic *to)
@@ -323,6 +343,23 @@ static __always_inline unsigned dhtb(uint32_t id, unsigned dir, const struct pkt
 	return verdict;
 }
 
+/* The TCP leaf (0..JK_FP_TCP_LEAVES-1) of p's flow in vNIC id's classes
+ * of direction dir: its own, or the next in turn for a new flow. */
+static __always_inline uint32_t tcp_leaf(uint32_t id, unsigned dir, const struct pkt *p)
+{
+	struct jk_fp_flow_key k = { .src_ip = p->src_ip, .dst_ip = p->dst_ip, .sport = p->sport,
+				    .dport = p->dport, .proto = p->proto, .dir = (uint8_t)dir, .vnic = (uint16_t)id };
+	uint32_t *leaf = bpf_map_lookup_elem(&jk_flow_leaf, &k), key = id * JK_DIR__COUNT + (dir & 1), n;
+	struct jk_fp_dhtb *b;
+
+	if (leaf)
+		return *leaf % JK_FP_TCP_LEAVES;
+	b = bpf_map_lookup_elem(&jk_dhtb, &key);
+	n = b ? __sync_fetch_and_add(&b->next_leaf, 1) % JK_FP_TCP_LEAVES : 0;
+	bpf_map_update_elem(&jk_flow_leaf, &k, &n, BPF_ANY);
+	return n;
+}
+
 /* Into local vNIC `to`, through its ingress DHTB: RDMA marked or dropped
  * here, and with a rate every packet goes out of the vNIC's own device,
  * whose htb holds TCP over the rate (not into the peer directly). */
@@ -338,7 +375,8 @@ static __always_inline int deliver_in(struct __sk_buff *skb, uint32_t to, const 
 		bpf_skb_ecn_set_ce(skb);
 	count(to, JK_DIR_INGRESS, p->cls, skb->len);
 	if (shaped) {
-		skb->priority = JK_FP_PRIO(p->cls == JK_CLASS_RDMA ? JK_FP_HTB_IN_RDMA : JK_FP_HTB_IN_TCP);
+		skb->priority = JK_FP_PRIO(p->cls == JK_CLASS_RDMA ? JK_FP_HTB_IN_RDMA
+								   : JK_FP_HTB_IN_TCP(tcp_leaf(to, JK_DIR_INGRESS, p)));
 		return bpf_redirect(tv->ifindex, 0);
 	}
 	return deliver(tv);
@@ -494,18 +532,6 @@ static __always_inline int from_vnic_arp(struct __sk_buff *skb, uint32_t id, con
 	}
 }
 
-/* The outer UDP source port's entropy: core/vxlan.c's words (the inner
- * flow, and for RoCE the destination QP) and hash; the kernel maps it into
- * the vxlan device's port range. */
-static __always_inline uint32_t flow_hash(const struct pkt *p)
-{
-	uint32_t w[5] = { p->src_ip, p->dst_ip, (uint32_t)p->sport << 16 | p->dport, p->proto,
-			  p->cls == JK_CLASS_RDMA ? p->dqpn : 0 };
-	uint32_t h = jk_hash_words(w, 5, JK_VXLAN_SPORT_SEED);
-
-	return h ? h : 1;
-}
-
 /* RFC 1191: a DF datagram over the vNIC's MTU is answered, in place and
  * back to the tenant, with ICMP "fragmentation needed" from its
  * destination (what core/answer.c builds): the IPv4 header and 8 bytes of
@@ -644,7 +670,8 @@ static __always_inline int from_vnic_ipv4(struct __sk_buff *skb, uint32_t id, co
 		const struct jk_fp_host *h = bpf_map_lookup_elem(&jk_host, &zero);
 
 		if (h && h->shaper_ifindex) {
-			skb->priority = JK_FP_PRIO(p.cls == JK_CLASS_RDMA ? JK_FP_HTB_EG_RDMA(id) : JK_FP_HTB_EG_TCP(id));
+			skb->priority = JK_FP_PRIO(p.cls == JK_CLASS_RDMA ? JK_FP_HTB_EG_RDMA(id)
+								 : JK_FP_HTB_EG_TCP(id, tcp_leaf(id, JK_DIR_EGRESS, &p)));
 			skb->mark = id + 1;
 			return bpf_redirect(h->shaper_ifindex, 0);
 		}

@@ -58,6 +58,11 @@ struct jk_ebpf {
 
 static void rcft_sweep(struct jk_ebpf *e, uint32_t id, uint64_t idle_ns);
 
+/* The minor of TCP leaf k of vNIC id, egress (on the shaper) and ingress
+ * (on its own device). */
+static uint16_t eg_tcp(uint16_t id, unsigned k) { return (uint16_t)JK_FP_HTB_EG_TCP(id, k); }
+static uint16_t in_tcp(uint16_t id, unsigned k) { return (uint16_t)JK_FP_HTB_IN_TCP(k); }
+
 /* The verifier's log of the last load, for the error message. */
 static char verifier_log[8192];
 static size_t verifier_log_len;
@@ -533,29 +538,34 @@ static void rcft_flush(struct jk_ebpf *e, uint32_t id)
  * it sends to the vNIC's parent class, where TCP borrows. */
 #define RDMA_LEAF_RATE (100ull * 1000 * 1000 * 1000 / 8)
 
-/* The htb classes of one direction: a parent at the rate, TCP's leaf at
- * its weighted share (ceil: the rate; a bfifo of the DHTB's queue limit),
- * RDMA's leaf at RDMA_LEAF_RATE served first.  An error is reported, and
- * the vNIC stays shaped by the program's arithmetic alone. */
-static int htb_classes(unsigned ifindex, uint16_t parent, uint16_t tcp, uint16_t rdma, const struct jk_dhtb *b)
+/* The htb classes of one direction: a parent at the rate; TCP's
+ * JK_FP_TCP_LEAVES leaves, each at its part of TCP's weighted share with
+ * ceil = the rate and a bfifo of the DHTB's queue limit; RDMA's leaf at
+ * RDMA_LEAF_RATE, served first.  tcp(k): leaf k's minor.  An error is
+ * reported, and the vNIC stays shaped by the program's arithmetic alone. */
+static int htb_classes(unsigned ifindex, uint16_t parent, uint16_t (*tcp)(uint16_t, unsigned), uint16_t id,
+		       uint16_t rdma, const struct jk_dhtb *b)
 {
 	uint64_t rate = b->params.rate_bps / 8;
 	uint32_t burst = (uint32_t)(b->tb.root.depth / JK_TB_NS_PER_S);
 	uint32_t wsum = b->params.weight[JK_DHTB_RDMA] + b->params.weight[JK_DHTB_TCP];
-	uint64_t tcp_rate = wsum ? rate * b->params.weight[JK_DHTB_TCP] / wsum : rate;
+	uint64_t tcp_rate = (wsum ? rate * b->params.weight[JK_DHTB_TCP] / wsum : rate) / JK_FP_TCP_LEAVES;
 	int r;
 
 	if ((r = jk_nl_htb_class(ifindex, parent, 0, rate, rate, burst, 0)) ||
-	    (r = jk_nl_htb_class(ifindex, tcp, parent, tcp_rate ? tcp_rate : 1, rate, burst, 1)) ||
-	    (r = jk_nl_bfifo(ifindex, tcp, b->params.queue_limit)) ||
 	    (r = jk_nl_htb_class(ifindex, rdma, parent, RDMA_LEAF_RATE, RDMA_LEAF_RATE, burst, 0)))
 		return r;
+	for (unsigned k = 0; k < JK_FP_TCP_LEAVES; k++)
+		if ((r = jk_nl_htb_class(ifindex, tcp(id, k), parent, tcp_rate ? tcp_rate : 1, rate, burst, 1)) ||
+		    (r = jk_nl_bfifo(ifindex, tcp(id, k), b->params.queue_limit)))
+			return r;
 	return 0;
 }
 
 static void egress_classes_del(struct jk_ebpf *e, uint16_t id)
 {
-	jk_nl_htb_class_del(e->shaper_ifindex, (uint16_t)JK_FP_HTB_EG_TCP(id));
+	for (unsigned k = 0; k < JK_FP_TCP_LEAVES; k++)
+		jk_nl_htb_class_del(e->shaper_ifindex, eg_tcp(id, k));
 	jk_nl_htb_class_del(e->shaper_ifindex, (uint16_t)JK_FP_HTB_EG_RDMA(id));
 	jk_nl_htb_class_del(e->shaper_ifindex, (uint16_t)JK_FP_HTB_EG_PARENT(id));
 }
@@ -587,12 +597,12 @@ static void vnic_shape(struct jakirod *d, uint16_t id)
 		if (dir == JK_DIR_EGRESS) {
 			egress_classes_del(e, id);
 			if (jk_dhtb_limited(b))
-				r = htb_classes(e->shaper_ifindex, (uint16_t)JK_FP_HTB_EG_PARENT(id),
-						(uint16_t)JK_FP_HTB_EG_TCP(id), (uint16_t)JK_FP_HTB_EG_RDMA(id), b);
+				r = htb_classes(e->shaper_ifindex, (uint16_t)JK_FP_HTB_EG_PARENT(id), eg_tcp, id,
+						(uint16_t)JK_FP_HTB_EG_RDMA(id), b);
 		} else if (ifindex) {
 			jk_nl_qdisc_root_del(ifindex);
 			if (jk_dhtb_limited(b) && (r = jk_nl_htb_root(ifindex)) == 0)
-				r = htb_classes(ifindex, JK_FP_HTB_IN_PARENT, JK_FP_HTB_IN_TCP, JK_FP_HTB_IN_RDMA, b);
+				r = htb_classes(ifindex, JK_FP_HTB_IN_PARENT, in_tcp, id, JK_FP_HTB_IN_RDMA, b);
 		}
 		if (r)
 			fprintf(stderr, "jakirod: %s: %s htb classes: %s: TCP over the rate is not held\n", v->cfg.name,
@@ -721,9 +731,35 @@ void jk_ebpf_vlt_sync(struct jakirod *d, uint32_t vni, uint32_t ip)
 		vtep_count(e, vni, was.vtep ? was.vtep : d->conf->vtep, -1);
 }
 
-/* The program's DHTB counters into the core's (show, /metrics). */
-static void dhtb_stats_sync(struct jk_ebpf *e, uint16_t id, struct jk_vnic *v)
+/* A shaped direction's TCP as htb has it: what its leaves let go (the
+ * program counted what it handed them), what their bfifos dropped (a
+ * dhtb_tcp drop, as core's full queue), and what they hold now. */
+static uint64_t tcp_from_htb(struct jk_ebpf *e, uint16_t id, unsigned dir, struct jk_vnic *v, const char *ifname)
 {
+	struct jk_dhtb_class_stats *st = &v->dhtb[dir].st[JK_DHTB_TCP];
+	struct jk_nl_class_sum sum;
+	int r;
+
+	if (dir == JK_DIR_EGRESS)
+		r = jk_nl_class_stats(e->shaper_ifindex, eg_tcp(id, 0), eg_tcp(id, JK_FP_TCP_LEAVES - 1), &sum);
+	else
+		r = jk_nl_class_stats(if_nametoindex(ifname), in_tcp(id, 0), in_tcp(id, JK_FP_TCP_LEAVES - 1), &sum);
+	if (r)
+		return 0;
+	st->packets = sum.packets;
+	st->bytes = sum.bytes;
+	st->dropped = sum.drops;
+	v->dhtb[dir].q_bytes = (uint32_t)sum.backlog_bytes;
+	v->dhtb[dir].q_pkts = (uint32_t)sum.backlog_packets;
+	v->cnt.drops[JK_DROP_DHTB_TCP] += sum.drops;
+	return sum.drops;
+}
+
+/* The program's DHTB counters into the core's (show, /metrics). */
+static uint64_t dhtb_stats_sync(struct jk_ebpf *e, uint16_t id, struct jk_vnic *v, const char *ifname)
+{
+	uint64_t htb_drops = 0;
+
 	for (unsigned dir = 0; dir < JK_DIR__COUNT; dir++) {
 		struct jk_fp_dhtb val;
 		uint32_t key = (uint32_t)id * JK_DIR__COUNT + dir;
@@ -740,7 +776,10 @@ static void dhtb_stats_sync(struct jk_ebpf *e, uint16_t id, struct jk_vnic *v)
 			st->borrowed = val.st[c].borrowed;
 			st->queued = val.st[c].queued;
 		}
+		if (val.params.rate_bps)
+			htb_drops += tcp_from_htb(e, id, dir, v, ifname);
 	}
+	return htb_drops;
 }
 
 /* The sum over CPUs of vNIC slot `slot`'s counters. */
@@ -764,6 +803,7 @@ void jk_ebpf_sync_counters(struct jakirod *d)
 	struct jk_ebpf *e = d->ebpf;
 	struct jk_fp_counters sum;
 	uint32_t rcft = 0;
+	uint64_t htb_drops = 0;
 
 	for (uint16_t id = 0; id < JK_MAX_VNICS; id++) {
 		struct jk_vnic *v = jk_dp_vnic(d->dp, id);
@@ -772,11 +812,12 @@ void jk_ebpf_sync_counters(struct jakirod *d)
 			continue;
 		v->cnt = sum.v;
 		d->dp->rc_live[id] = __atomic_load_n(&e->rc_live[id], __ATOMIC_RELAXED);
-		dhtb_stats_sync(e, id, v);
+		htb_drops += dhtb_stats_sync(e, id, v, d->vnics[id].port.ifname);
 		rcft += d->dp->rc_live[id];
 	}
 	if (counters_sum(e, JK_FP_GLOBAL, &sum) == 0) {
 		memcpy(d->dp->cnt.drops, sum.v.drops, sizeof(d->dp->cnt.drops));
+		d->dp->cnt.drops[JK_DROP_DHTB_TCP] += htb_drops;
 		d->dp->cnt.encapped = sum.encapped;
 		d->dp->cnt.decapped = sum.decapped;
 		d->dp->cnt.local_delivered = sum.local_delivered;

@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <libmnl/libmnl.h>
 #include <linux/if_link.h>
+#include <linux/gen_stats.h>
 #include <linux/pkt_sched.h>
 #include <linux/rtnetlink.h>
 #include <net/if.h>
@@ -310,4 +311,82 @@ int jk_nl_bfifo(unsigned ifindex, uint16_t minor, uint32_t limit)
 	mnl_attr_put_strz(nlh, TCA_KIND, "bfifo");
 	mnl_attr_put(nlh, TCA_OPTIONS, sizeof(q), &q);
 	return jk_nl_request(nlh);
+}
+
+struct class_dump {
+	unsigned ifindex;
+	uint16_t lo, hi;
+	struct jk_nl_class_sum *sum;
+};
+
+static int class_stats_attr(const struct nlattr *a, void *arg)
+{
+	struct jk_nl_class_sum *sum = arg;
+
+	if (mnl_attr_get_type(a) == TCA_STATS_BASIC &&
+	    mnl_attr_get_payload_len(a) >= sizeof(struct gnet_stats_basic)) {
+		const struct gnet_stats_basic *b = mnl_attr_get_payload(a);
+
+		sum->bytes += b->bytes;
+		sum->packets += b->packets;
+	} else if (mnl_attr_get_type(a) == TCA_STATS_QUEUE &&
+		   mnl_attr_get_payload_len(a) >= sizeof(struct gnet_stats_queue)) {
+		const struct gnet_stats_queue *q = mnl_attr_get_payload(a);
+
+		sum->drops += q->drops;
+		sum->backlog_bytes += q->backlog;
+		sum->backlog_packets += q->qlen;
+	}
+	return MNL_CB_OK;
+}
+
+static int class_msg(const struct nlmsghdr *nlh, void *arg)
+{
+	const struct class_dump *cd = arg;
+	const struct tcmsg *tcm = mnl_nlmsg_get_payload(nlh);
+	const struct nlattr *a;
+	uint16_t minor = (uint16_t)(tcm->tcm_handle & 0xffff);
+
+	if ((unsigned)tcm->tcm_ifindex != cd->ifindex || minor < cd->lo || minor > cd->hi)
+		return MNL_CB_OK;
+	mnl_attr_for_each(a, nlh, sizeof(*tcm))
+		if (mnl_attr_get_type(a) == TCA_STATS2)
+			mnl_attr_parse_nested(a, class_stats_attr, cd->sum);
+	return MNL_CB_OK;
+}
+
+int jk_nl_class_stats(unsigned ifindex, uint16_t lo, uint16_t hi, struct jk_nl_class_sum *sum)
+{
+	char buf[MNL_SOCKET_BUFFER_SIZE];
+	struct nlmsghdr *nlh = tc_msg(buf, RTM_GETTCLASS, NLM_F_REQUEST | NLM_F_DUMP, ifindex, 0, 0);
+	struct mnl_socket *nl = mnl_socket_open(NETLINK_ROUTE);
+	struct class_dump cd = { ifindex, lo, hi, sum };
+	unsigned seq = (unsigned)time(NULL), portid;
+	int ret;
+
+	memset(sum, 0, sizeof(*sum));
+	if (!nl)
+		return -errno;
+	if (mnl_socket_bind(nl, 0, MNL_SOCKET_AUTOPID) < 0) {
+		ret = -errno;
+		goto out;
+	}
+	portid = mnl_socket_get_portid(nl);
+	nlh->nlmsg_seq = seq;
+	if (mnl_socket_sendto(nl, nlh, nlh->nlmsg_len) < 0) {
+		ret = -errno;
+		goto out;
+	}
+	do {
+		ret = (int)mnl_socket_recvfrom(nl, buf, sizeof(buf));
+		if (ret <= 0) {
+			ret = ret < 0 ? -errno : -EIO;
+			break;
+		}
+		ret = mnl_cb_run(buf, (size_t)ret, seq, portid, class_msg, &cd);
+	} while (ret > MNL_CB_STOP);
+	ret = ret < 0 ? -errno : 0;
+out:
+	mnl_socket_close(nl);
+	return ret;
 }

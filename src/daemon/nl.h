@@ -53,6 +53,13 @@ int jk_nl_htb_class(unsigned ifindex, uint16_t minor, uint16_t parent, uint64_t 
 int jk_nl_htb_class_del(unsigned ifindex, uint16_t minor);
 int jk_nl_bfifo(unsigned ifindex, uint16_t minor, uint32_t limit);
 
+/* What htb classes 1:lo..1:hi of ifindex sent, dropped and hold, summed. */
+struct jk_nl_class_sum {
+	uint64_t bytes, packets, drops;
+	uint64_t backlog_bytes, backlog_packets;
+};
+int jk_nl_class_stats(unsigned ifindex, uint16_t lo, uint16_t hi, struct jk_nl_class_sum *sum);
+
 /* Opens a namespace by name (/run/netns/NAME) or path.  fd or -errno. */
 int jk_netns_open(const char *name_or_path);
 
