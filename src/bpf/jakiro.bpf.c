@@ -117,6 +117,7 @@ struct pkt {
 	bool     roce_rc, roce_ctrl;
 	uint16_t frag_off;        /* flags and offset, host order */
 	uint8_t  tos;
+	uint16_t udp_len;         /* UDP: the header's length field */
 	uint32_t hdr_len;         /* Ethernet to the end of the L4 header: what every segment repeats */
 	uint32_t dqpn;
 	uint16_t sport, dport;
@@ -241,6 +242,7 @@ static __always_inline unsigned parse_ipv4(struct __sk_buff *skb, struct pkt *p)
 		p->sport = jk_get16(udp->sport);
 		p->dport = jk_get16(udp->dport);
 		p->hdr_len = p->l4_ofs + sizeof(*udp);
+		p->udp_len = (uint16_t)ulen;
 		if (p->dport == JK_UDP_PORT_ROCE) {
 			struct jk_bth *bth = (void *)(udp + 1);
 			unsigned ctrl;
@@ -255,8 +257,9 @@ static __always_inline unsigned parse_ipv4(struct __sk_buff *skb, struct pkt *p)
 			p->roce_rc = JK_BTH_OP_GROUP(bth->opcode) == JK_BTH_GROUP_RC;
 			ctrl = jk_roce_ctrl_size(bth->opcode);
 			/* Control only at its exact size, read from what is
-			 * there: the IP payload, not only the UDP length. */
-			p->roce_ctrl = ctrl && ctrl == ulen - sizeof(*udp) && ulen == tot - ihl;
+			 * there: the IP payload, not only the UDP length; and
+			 * never a super-frame (segments are >= 64 bytes). */
+			p->roce_ctrl = ctrl && ctrl == ulen - sizeof(*udp) && ulen == tot - ihl && !skb->gso_size;
 		}
 	} else if (p->proto == JK_IPPROTO_ICMP) {
 		if (p->l4_ofs > HDR_PULL || data + p->l4_ofs + sizeof(struct jk_icmp_hdr) > end)
@@ -608,6 +611,16 @@ static __always_inline int from_vnic_ipv4(struct __sk_buff *skb, uint32_t id, co
 	if (p.src_ip != v->ip)
 		return drop(id, JK_DROP_SPOOF_IP);
 	data = (void *)(long)skb->data;
+	/* The UDP length names the datagram, all of it (as core's egress). */
+	{
+		struct jk_ipv4_hdr *ip4 = data + sizeof(struct jk_eth_hdr);
+
+		if ((void *)(ip4 + 1) > (void *)(long)skb->data_end)
+			return drop(id, JK_DROP_TRUNC_IPV4);
+		if (p.proto == JK_IPPROTO_UDP && !(p.frag_off & (JK_IP_MF | JK_IP_FRAG_MASK)) && !skb->gso_size &&
+		    p.udp_len != jk_get16(ip4->tot_len) - (p.l4_ofs - sizeof(struct jk_eth_hdr)))
+			return drop(id, JK_DROP_BAD_L4);
+	}
 	end = (void *)(long)skb->data_end;
 	eth = data;
 	if ((void *)(eth + 1) > end)

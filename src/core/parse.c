@@ -150,20 +150,6 @@ static unsigned udp_payload(const uint8_t *h)
 	return jk_get16(udp->len) - (unsigned)sizeof(*udp);
 }
 
-/* Bytes from the BTH to the end of the ICRC of an ACK/NAK, an atomic ACK
- * and a CNP (IBTA vol. 1 9.2, 9.3; RoCEv2 annex A17.9.3); 0 for other
- * opcodes.  Only a packet of exactly that size counts as control: the
- * DHTB never marks control (docs/dhtb.md), so anything bigger is data. */
-static unsigned ctrl_size(uint8_t opcode)
-{
-	switch (opcode) {
-	case JK_BTH_OP_RC_ACK:        return 12 + 4 + 4;          /* BTH AETH ICRC */
-	case JK_BTH_OP_RC_ATOMIC_ACK: return 12 + 4 + 8 + 4;      /* + AtomicAckETH */
-	case JK_BTH_OP_CNP:           return 12 + 16 + 4;         /* + 16 reserved */
-	default:                      return 0;
-	}
-}
-
 static int read_bth(struct jk_pkt_meta *m, const uint8_t *h, uint32_t avail)
 {
 	const struct jk_bth *bth = (const void *)h;
@@ -175,7 +161,12 @@ static int read_bth(struct jk_pkt_meta *m, const uint8_t *h, uint32_t avail)
 	m->bth_psn = jk_bth_psn(bth);
 	if (group == JK_BTH_GROUP_RC)
 		m->flags |= JK_PF_ROCE_RC;
-	if (ctrl_size(bth->opcode) && ctrl_size(bth->opcode) == udp_payload(h))
+	/* Control (never marked: docs/dhtb.md) only at its exact size, read
+	 * from what is there: the UDP length must name the whole IP payload
+	 * too, or a tenant's 1000-byte "ACK" with a UDP length of 28 would
+	 * pass as control (wire.h: jk_roce_ctrl_size). */
+	if (jk_roce_ctrl_size(bth->opcode) && jk_roce_ctrl_size(bth->opcode) == udp_payload(h) &&
+	    udp_payload(h) + sizeof(struct jk_udp_hdr) == (unsigned)m->ip_tot_len - m->ip_hdr_len)
 		m->flags |= JK_PF_ROCE_CTRL;
 	return sizeof(*bth);
 }

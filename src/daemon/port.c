@@ -240,19 +240,26 @@ static unsigned tap_recv(struct jk_port *p, int fd, struct jk_pkt **pkts, unsign
 	return got;
 }
 
+/* A write the TAP refuses for the frame itself (a header the kernel will
+ * not take) costs that frame only; a full queue (EAGAIN) ends the batch. */
 static unsigned tap_send(struct jk_port *p, int fd, struct jk_pkt **pkts, unsigned n)
 {
+	unsigned sent = 0;
+
 	for (unsigned i = 0; i < n; i++) {
 		struct iovec iov[2];
 
 		jk_offload_export(pkts[i], &pkts[i]->vnet);
 		vnet_iov(iov, pkts[i], false);
-		if (writev(fd, iov, 2) != (ssize_t)(sizeof(struct jk_vnet_hdr) + pkts[i]->len)) {
-			__atomic_add_fetch(&p->tx_errors, 1, __ATOMIC_RELAXED);
-			return i;
+		if (writev(fd, iov, 2) == (ssize_t)(sizeof(struct jk_vnet_hdr) + pkts[i]->len)) {
+			sent++;
+			continue;
 		}
+		__atomic_add_fetch(&p->tx_errors, 1, __ATOMIC_RELAXED);
+		if (errno == EAGAIN || errno == ENOBUFS)
+			break;
 	}
-	return n;
+	return sent;
 }
 
 static unsigned afpacket_recv(struct jk_port *p, int fd, struct jk_pkt **pkts, unsigned n)

@@ -34,7 +34,8 @@ struct jk_port_ops {
 	/* Reads up to n frames from queue fd into pkts (each reset first). */
 	unsigned (*recv)(struct jk_port *p, int fd, struct jk_pkt **pkts, unsigned n);
 	/* Writes n parsed frames on queue fd; returns how many were
-	 * accepted: the first ones, in order. */
+	 * accepted (a frame refused for itself is skipped, a full queue ends
+	 * the batch: the rest are not accepted). */
 	unsigned (*send)(struct jk_port *p, int fd, struct jk_pkt **pkts, unsigned n);
 };
 

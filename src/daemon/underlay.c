@@ -213,6 +213,11 @@ static int send_super(struct jk_underlay *u, uint8_t *scratch, int fd, struct jk
 
 	if (per_send > GSO_SEGS_MAX)
 		per_send = GSO_SEGS_MAX;
+	/* Whatever the header says, no empty datagram and no pass without
+	 * progress: a segment that fits no datagram is refused (the core
+	 * checks this before; this is the second wall). */
+	if (per_send == 0 || segs == 0 || p->off.gso_size == 0)
+		return -EMSGSIZE;
 	while (done < segs) {
 		unsigned k = segs - done < per_send ? segs - done : per_send;
 		struct iovec iov[2 * GSO_SEGS_MAX];

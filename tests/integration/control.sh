@@ -30,13 +30,20 @@ check "show vnics lists it" sh -c "$LAB ctl h1 -- show vnics | grep -q '^blue5 .
 check "show vlt on h2 lists it remote" sh -c "$LAB ctl h2 -- show vlt | grep -q '10.0.0.5 .*vtep 172.30.0.1'"
 
 # Invalid requests: refused with the field named, nothing applied.
-config_of() {   # the settings of HOST's vNICs and VLT, counters left out
+config_of() {   # the settings of HOST: its vNICs' and its VLT, and the state it persisted
+	# A vNIC's settings are the fields jakirod persists for it (its state
+	# file's vNIC records): one list, kept by jakirod, so that a live
+	# counter added to `show vnics` later (nft_live moved by itself and
+	# failed this check by chance) can never count as a setting.
 	{ lab ctl "$1" -- --json show vnics; echo; lab ctl "$1" -- --json show vlt; } |
-		python3 -c 'import json,sys
+		python3 -c 'import json,os,sys
+state = json.load(open(sys.argv[1])) if os.path.exists(sys.argv[1]) else {"vnics": []}
+keys = set(k for x in state["vnics"] for k in x)
 parts = sys.stdin.read().split("\n\n", 1)
-v = json.loads(parts[0])
-for x in v: x.pop("stats", None); x.pop("rc_live", None)
-print(json.dumps(v, sort_keys=True), parts[1])'
+vnics = [{k: x[k] for k in sorted(keys) if k in x} for x in json.loads(parts[0])]
+print(json.dumps(vnics, sort_keys=True))
+print(json.dumps(json.loads(parts[1]), sort_keys=True))
+print(json.dumps(state, sort_keys=True))' "/run/jakiro-lab/$LAB_PREFIX/$1.state.json"
 }
 refused() {   # NAME EXPECTED-TEXT HOST ARGS...
 	local name=$1 want=$2 host=$3; shift 3
@@ -45,7 +52,10 @@ refused() {   # NAME EXPECTED-TEXT HOST ARGS...
 	if out=$(lab ctl "$host" -- "$@" 2>&1); then not_ok "$name" "accepted"; return; fi
 	after=$(config_of "$host")
 	if ! grep -q -- "$want" <<<"$out"; then not_ok "$name" "message: $out"; return; fi
-	if [ "$before" != "$after" ]; then not_ok "$name" "state changed"; return; fi
+	if [ "$before" != "$after" ]; then
+		not_ok "$name" "state changed: $(diff <(echo "$before" | tr ',' '\n') <(echo "$after" | tr ',' '\n') | grep '^[<>]' | head -6 | tr '\n' ' ')"
+		return
+	fi
 	ok "$name ($out)"
 }
 refused "bad IP refused" "ip" h1 vnic add bad1 vpc blue ip 10.0.0.300

@@ -1082,6 +1082,66 @@ static void held_share(void **state)
 	jk_dp_fini(&dp);
 }
 
+/* ---- hostile headers (issue 23) ------------------------------------------- */
+
+/* An ARP reply padded to 65,500 bytes with a TCPv4 GSO request (gso_size
+ * 65520, hdr_len 0): it used to go to the underlay, whose sender then
+ * computed zero segments per send and looped for ever sending empty
+ * datagrams.  A GSO request on anything but IPv4 is dropped. */
+static void gso_on_non_ipv4_dropped(void **state)
+{
+	struct env *env = *state;
+	static struct frame f;
+	struct jk_pkt *p;
+
+	fr_init(&f);
+	fr_eth(&f, MAC_C, MAC_A, ETH_ARP);
+	fr_arp(&f, 2, MAC_A, IP_A, MAC_C, IP_C);
+	fr_payload(&f, 65500 - f.len, 0);
+	fr_done(&f);
+	p = load(env, 0, &f);
+	p->vnet = (struct jk_vnet_hdr){ .flags = JK_VNET_F_NEEDS_CSUM, .gso_type = JK_VNET_GSO_TCPV4,
+					.gso_size = 65520, .hdr_len = 0, .csum_start = 0, .csum_offset = 0 };
+	jk_dp_egress(&env->dp, env->a, &p, 1, 0);
+	assert_dropped(env, p, JK_DROP_VNET_GSO, 1);
+	assert_int_equal(vcnt(env, env->a)->drops[JK_DROP_VNET_GSO], 1);
+}
+
+/* 50 datagrams of 1000 bytes whose BTH says ACK and whose UDP length says
+ * 28 (an ACK's), to 50 QPNs, from a vNIC with qp_quota 2: they used to be
+ * classed as control, skip the RCFT and the quota and be delivered.  The
+ * UDP length must name the whole datagram: each is dropped (bad_l4), no
+ * RC flow is admitted and nothing passes as control. */
+static void ctrl_size_read_from_the_datagram(void **state)
+{
+	struct env *env = *state;
+	struct frame f;
+	struct jk_pkt *p;
+
+	assert_int_equal(jk_dp_vnic_set(&env->dp, env->a, 0, 2), 0);
+	for (uint32_t q = 1; q <= 50; q++) {
+		roce_frame_len(&f, (struct l3){ .smac = MAC_A, .dmac = MAC_C, .sip = IP_A, .dip = IP_C },
+			       BTH_RC_ACK, q, 1000 - 20 - 8 - 12);
+		f.b[f.l4 + 4] = 0;          /* UDP length 28: an ACK's, not this datagram's */
+		f.b[f.l4 + 5] = 28;
+		f.b[f.l4 + 6] = f.b[f.l4 + 7] = 0;
+		p = egress(env, env->a, &f, 0);
+		assert_int_equal(p->verdict.action, JK_ACT_DROP);
+		assert_string_equal(jk_drop_name(p->verdict.drop), "bad_l4");
+		assert_false(p->meta.flags & JK_PF_ROCE_CTRL);
+	}
+	assert_int_equal(vcnt(env, env->a)->drops[JK_DROP_BAD_L4], 50);
+	assert_int_equal(env->dp.rc_live[env->a], 0);
+	assert_int_equal(vcnt(env, env->a)->traffic[JK_DIR_EGRESS][JK_CLASS_RDMA].packets, 0);
+
+	/* A genuine ACK still passes as control, quota or not. */
+	roce_frame(&f, (struct l3){ .smac = MAC_A, .dmac = MAC_C, .sip = IP_A, .dip = IP_C }, BTH_RC_ACK, 77);
+	p = egress(env, env->a, &f, 0);
+	assert_int_equal(p->verdict.action, JK_ACT_TO_UNDERLAY);
+	assert_true(p->meta.flags & JK_PF_ROCE_CTRL);
+	assert_int_equal(env->dp.rc_live[env->a], 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1107,6 +1167,8 @@ int main(void)
 		T(nft_follows_vlt_changes),
 		T(nft_aging),
 		T(rc_quota),
+		T(gso_on_non_ipv4_dropped),
+		T(ctrl_size_read_from_the_datagram),
 		cmocka_unit_test(held_share),
 		T(vnic_del_flushes_flows),
 		T(control_plane_checks),
