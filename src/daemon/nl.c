@@ -323,19 +323,23 @@ static int class_stats_attr(const struct nlattr *a, void *arg)
 {
 	struct jk_nl_class_sum *sum = arg;
 
+	/* Copied out: netlink aligns attributes to 4 bytes, the structs'
+	 * 64-bit fields want 8. */
 	if (mnl_attr_get_type(a) == TCA_STATS_BASIC &&
 	    mnl_attr_get_payload_len(a) >= sizeof(struct gnet_stats_basic)) {
-		const struct gnet_stats_basic *b = mnl_attr_get_payload(a);
+		struct gnet_stats_basic b;
 
-		sum->bytes += b->bytes;
-		sum->packets += b->packets;
+		memcpy(&b, mnl_attr_get_payload(a), sizeof(b));
+		sum->bytes += b.bytes;
+		sum->packets += b.packets;
 	} else if (mnl_attr_get_type(a) == TCA_STATS_QUEUE &&
 		   mnl_attr_get_payload_len(a) >= sizeof(struct gnet_stats_queue)) {
-		const struct gnet_stats_queue *q = mnl_attr_get_payload(a);
+		struct gnet_stats_queue q;
 
-		sum->drops += q->drops;
-		sum->backlog_bytes += q->backlog;
-		sum->backlog_packets += q->qlen;
+		memcpy(&q, mnl_attr_get_payload(a), sizeof(q));
+		sum->drops += q.drops;
+		sum->backlog_bytes += q.backlog;
+		sum->backlog_packets += q.qlen;
 	}
 	return MNL_CB_OK;
 }
