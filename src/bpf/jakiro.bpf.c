@@ -196,7 +196,7 @@ static __always_inline unsigned parse_ipv4(struct __sk_buff *skb, struct pkt *p)
 {
 	void *data = (void *)(long)skb->data, *end = (void *)(long)skb->data_end;
 	struct jk_ipv4_hdr *ip = data + sizeof(struct jk_eth_hdr);
-	uint32_t ihl, tot, frag;
+	uint32_t ihl, tot, frag, lim;
 
 	if ((void *)(ip + 1) > end)
 		return JK_DROP_TRUNC_IPV4;
@@ -206,6 +206,9 @@ static __always_inline unsigned parse_ipv4(struct __sk_buff *skb, struct pkt *p)
 		return JK_DROP_BAD_IPV4;
 	if (tot > skb->len - sizeof(struct jk_eth_hdr))
 		return JK_DROP_TRUNC_IPV4;
+	/* L4 sits inside the datagram, not the frame (core/parse.c): every
+	 * header below must end before the datagram does. */
+	lim = sizeof(struct jk_eth_hdr) + tot;
 	p->src_ip = jk_get32(ip->saddr);
 	p->dst_ip = jk_get32(ip->daddr);
 	p->proto = ip->proto;
@@ -221,10 +224,12 @@ static __always_inline unsigned parse_ipv4(struct __sk_buff *skb, struct pkt *p)
 	if (p->proto == JK_IPPROTO_TCP) {
 		struct jk_tcp_hdr *tcp = data + p->l4_ofs;
 
-		if (p->l4_ofs > HDR_PULL || (void *)(tcp + 1) > end)
+		if (p->l4_ofs > HDR_PULL || (void *)(tcp + 1) > end || p->l4_ofs + sizeof(*tcp) > lim)
 			return JK_DROP_TRUNC_L4;
 		if ((tcp->doff >> 4) < 5)
 			return JK_DROP_BAD_L4;
+		if (p->l4_ofs + (uint32_t)(tcp->doff >> 4) * 4 > lim)
+			return JK_DROP_TRUNC_L4;
 		p->cls = JK_CLASS_TCP;
 		p->hdr_len = p->l4_ofs + (uint32_t)(tcp->doff >> 4) * 4;
 		p->sport = jk_get16(tcp->sport);
@@ -233,7 +238,7 @@ static __always_inline unsigned parse_ipv4(struct __sk_buff *skb, struct pkt *p)
 		struct jk_udp_hdr *udp = data + p->l4_ofs;
 		uint32_t ulen;
 
-		if (p->l4_ofs > HDR_PULL || (void *)(udp + 1) > end)
+		if (p->l4_ofs > HDR_PULL || (void *)(udp + 1) > end || p->l4_ofs + sizeof(*udp) > lim)
 			return JK_DROP_TRUNC_L4;
 		ulen = jk_get16(udp->len);
 		/* A first fragment holds only part of the datagram the length names. */
@@ -250,7 +255,7 @@ static __always_inline unsigned parse_ipv4(struct __sk_buff *skb, struct pkt *p)
 			/* RoCEv2 is never fragmented (core/parse.c says why). */
 			if (frag & JK_IP_MF)
 				return JK_DROP_ROCE_FRAG;
-			if ((void *)(bth + 1) > end)
+			if ((void *)(bth + 1) > end || p->l4_ofs + sizeof(*udp) + sizeof(*bth) > lim)
 				return JK_DROP_TRUNC_BTH;
 			p->cls = JK_CLASS_RDMA;
 			p->dqpn = jk_bth_dqpn(bth);
@@ -262,7 +267,8 @@ static __always_inline unsigned parse_ipv4(struct __sk_buff *skb, struct pkt *p)
 			p->roce_ctrl = ctrl && ctrl == ulen - sizeof(*udp) && ulen == tot - ihl && !skb->gso_size;
 		}
 	} else if (p->proto == JK_IPPROTO_ICMP) {
-		if (p->l4_ofs > HDR_PULL || data + p->l4_ofs + sizeof(struct jk_icmp_hdr) > end)
+		if (p->l4_ofs > HDR_PULL || data + p->l4_ofs + sizeof(struct jk_icmp_hdr) > end ||
+		    p->l4_ofs + sizeof(struct jk_icmp_hdr) > lim)
 			return JK_DROP_TRUNC_L4;
 	}
 	return JK_DROP_NONE;
@@ -506,8 +512,12 @@ static __always_inline int from_vnic_arp(struct __sk_buff *skb, uint32_t id, con
 	if (jk_get16(arp->htype) != JK_ARP_HTYPE_ETHER || jk_get16(arp->ptype) != JK_ETHERTYPE_IPV4 ||
 	    arp->hlen != JK_ETH_ALEN || arp->plen != 4)
 		return drop(id, JK_DROP_BAD_ARP);
-	if (!mac_eq(arp->sha, v->mac))
+	if (!mac_eq(((struct jk_eth_hdr *)data)->src, v->mac) || !mac_eq(arp->sha, v->mac))
 		return drop(id, JK_DROP_SPOOF_MAC);
+	/* A segmentation request (a VM's virtio-net header) on anything but
+	 * IPv4: dropped, as core drops it (issue 23's frame). */
+	if (skb->gso_size)
+		return drop(id, JK_DROP_VNET_GSO);
 	spa = jk_get32(arp->spa);
 	tpa = jk_get32(arp->tpa);
 	if (spa != v->ip && spa != 0)
@@ -608,25 +618,27 @@ static __always_inline int from_vnic_ipv4(struct __sk_buff *skb, uint32_t id, co
 	why = parse_ipv4(skb, &p);
 	if (why != JK_DROP_NONE)
 		return drop(id, why);
+	data = (void *)(long)skb->data;
+	end = (void *)(long)skb->data_end;
+	eth = data;
+	if ((void *)(eth + 1) > end)
+		return drop(id, JK_DROP_TRUNC_ETH);
+	if (!mac_eq(eth->src, v->mac))
+		return drop(id, JK_DROP_SPOOF_MAC);
 	if (p.src_ip != v->ip)
 		return drop(id, JK_DROP_SPOOF_IP);
-	data = (void *)(long)skb->data;
+	if (!ip_is_host(p.dst_ip) || (eth->dst[0] & 1))
+		return drop(id, JK_DROP_BROADCAST);
 	/* The UDP length names the datagram, all of it (as core's egress). */
 	{
 		struct jk_ipv4_hdr *ip4 = data + sizeof(struct jk_eth_hdr);
 
-		if ((void *)(ip4 + 1) > (void *)(long)skb->data_end)
+		if ((void *)(ip4 + 1) > end)
 			return drop(id, JK_DROP_TRUNC_IPV4);
 		if (p.proto == JK_IPPROTO_UDP && !(p.frag_off & (JK_IP_MF | JK_IP_FRAG_MASK)) && !skb->gso_size &&
 		    p.udp_len != jk_get16(ip4->tot_len) - (p.l4_ofs - sizeof(struct jk_eth_hdr)))
 			return drop(id, JK_DROP_BAD_L4);
 	}
-	end = (void *)(long)skb->data_end;
-	eth = data;
-	if ((void *)(eth + 1) > end)
-		return drop(id, JK_DROP_TRUNC_ETH);
-	if (!ip_is_host(p.dst_ip) || (eth->dst[0] & 1))
-		return drop(id, JK_DROP_BROADCAST);
 	{
 		struct jk_ipv4_hdr *ip = data + sizeof(*eth);
 
@@ -717,13 +729,9 @@ int jk_from_vnic(struct __sk_buff *skb)
 	eth = data;
 	if ((void *)(eth + 1) > end)
 		return drop(id, JK_DROP_TRUNC_ETH);
-	if (!mac_eq(eth->src, v->mac))
-		return drop(id, JK_DROP_SPOOF_MAC);
+	/* Core's order: the frame parsed first (its reasons), then whose it
+	 * is (the source MAC), then the rest. */
 	type = jk_get16(eth->type);
-	/* A segmentation request (a VM's virtio-net header) on anything but
-	 * IPv4: what the user datapath drops too (issue 23's frame). */
-	if (skb->gso_size && type != JK_ETHERTYPE_IPV4)
-		return drop(id, JK_DROP_VNET_GSO);
 	if (type == JK_ETHERTYPE_ARP)
 		return from_vnic_arp(skb, id, v);
 	if (type != JK_ETHERTYPE_IPV4)

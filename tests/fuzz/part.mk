@@ -45,3 +45,9 @@ FUZZ_CNI_SRCS := src/cni/conf.c src/cni/result.c src/cni/name.c src/daemon/conf.
 $(FUZZ_DIR)/fuzz-cni: tests/fuzz/fuzz-cni.c $(FUZZ_CNI_SRCS) src/cni/cni.h src/daemon/conf.h
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) tests/fuzz/fuzz-cni.c $(FUZZ_CNI_SRCS) -ljansson -o $@
+
+# The kernel fast path against core (tests/unit/fp_diff.c): the programs'
+# skeleton, libbpf; run as root.
+$(FUZZ_DIR)/fuzz-fastpath: tests/fuzz/fuzz-fastpath.c tests/unit/fp_diff.c tests/unit/dp_host.c $(BPF_SKEL) $(CORE_SRCS) $(wildcard src/core/*.h src/bpf/*.h)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -I$(BUILD)/gen tests/fuzz/fuzz-fastpath.c tests/unit/fp_diff.c tests/unit/dp_host.c $(CORE_SRCS) -lbpf -lelf -lz -o $@
