@@ -24,8 +24,8 @@ cat > "$WORK/topo.json" <<'JSON'
 JSON
 lab_up "$WORK/topo.json" || { not_ok "lab up"; exit 1; }
 
-check "h1 runs 2 datapath threads" grep -q "2 datapath threads (busy-polling 0 us)" "/run/jakiro-lab/$LAB_PREFIX/h1.log"
-check "h2 busy-polls 200 us" grep -q "2 datapath threads (busy-polling 200 us)" "/run/jakiro-lab/$LAB_PREFIX/h2.log"
+check "h1 runs 2 datapath threads" grep -q "user datapath, 2 threads (busy-polling 0 us)" "/run/jakiro-lab/$LAB_PREFIX/h1.log"
+check "h2 busy-polls 200 us" grep -q "user datapath, 2 threads (busy-polling 200 us)" "/run/jakiro-lab/$LAB_PREFIX/h2.log"
 check "the tenant's TAP has 2 queues" test "$(lab exec b1 -- ls /sys/class/net/eth0/queues | grep -c '^tx-')" -eq 2
 
 listening() { lab exec "$1" -- ss -ltn | grep -q ":$2 "; }
