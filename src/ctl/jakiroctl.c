@@ -332,7 +332,8 @@ static void print_stats(json_t *r)
 	const char *name, *k;
 	json_t *val;
 
-	printf("host %s, up %lld ms\n\ndatapath:\n", jk_ctl_str(r, "host"), i_(r, "uptime_ms"));
+	printf("host %s, up %lld ms, forwarding: %s\n\ndatapath:\n", jk_ctl_str(r, "host"), i_(r, "uptime_ms"),
+	       jk_ctl_str(r, "forwarding"));
 	json_object_foreach(dp, k, val)
 		if (json_is_integer(val))
 			printf("  %-16s %lld\n", k, (long long)json_integer_value(val));
