@@ -23,3 +23,9 @@ $(BUILD)/tests/unit/test-metrics: $(BUILD)/obj/src/daemon/metrics_text.o
 $(BUILD)/tests/unit/test-cplane: $(BUILD)/obj/tests/unit/test-cplane.o $(BUILD)/obj/src/daemon/conf.o $(BUILD)/obj/src/util/units.o $(CPLANE_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(filter %.o,$^) $(CPLANE_LIB) $(CORE_LIB) -lcmocka $(PKG_LIBS) $(LDFLAGS) -o $@
+
+# test-underlay: the daemon's underlay send path, its socket calls wrapped
+# by the test (no socket is used).
+$(BUILD)/tests/unit/test-underlay: $(BUILD)/obj/tests/unit/test-underlay.o $(UNIT_HELPERS) $(BUILD)/obj/src/daemon/underlay.o $(CORE_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(filter %.o,$^) $(CORE_LIB) -lcmocka -Wl,--wrap=sendmsg,--wrap=sendmmsg $(LDFLAGS) -o $@
