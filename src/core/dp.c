@@ -528,6 +528,12 @@ static void deliver_local(struct jk_dp *dp, struct jk_vnic *src, struct jk_pkt *
 		drop(dp, src, p, JK_DROP_VNIC_DOWN);
 		return;
 	}
+	/* The destination's kernel refuses a UDP super-frame of more
+	 * segments than it would make itself (virtio_net_hdr_to_skb). */
+	if (p->off.gso_type == JK_VNET_GSO_UDP_L4 && p->off.segs > JK_VNET_UDP_SEGS_MAX) {
+		drop(dp, src, p, JK_DROP_VNET_GSO);
+		return;
+	}
 	p->verdict.shaped_len = jk_offload_wire_len(p);
 	to_vnic(p, dst_id);
 	shape(dp, src, JK_DIR_EGRESS, p, now_ns);
@@ -737,6 +743,11 @@ static void egress_one(struct jk_dp *dp, struct jk_vnic *v, struct jk_pkt *p, ui
 	why = jk_offload_import(p);
 	if (why == JK_DROP_NONE)
 		why = jk_parse_frame(p->data, p->len, &p->meta);
+	/* A GSO request describes TCP or UDP over IPv4 (checked by
+	 * jk_offload_check_gso); on ARP it would reach the underlay or the
+	 * tenant as a super-frame of nothing. */
+	if (why == JK_DROP_NONE && p->off.gso_type != JK_VNET_GSO_NONE && !(p->meta.flags & JK_PF_IPV4))
+		why = JK_DROP_VNET_GSO;
 	if (why != JK_DROP_NONE) {
 		drop(dp, v, p, why);
 		return;

@@ -111,8 +111,11 @@ static int read_udp(struct jk_pkt_meta *m, const uint8_t *h, uint32_t avail)
 	const struct jk_udp_hdr *udp = (const void *)h;
 	unsigned ulen = jk_get16(udp->len);
 
-	/* A first fragment holds only part of the datagram the length names. */
-	if (ulen < sizeof(*udp) || (!(m->flags & JK_PF_FRAG) && ulen > avail))
+	/* The length must name the IP payload exactly: what is judged by
+	 * size (ACK/NAK/CNP) is judged on what is there, and no bytes ride
+	 * along unnamed.  A first fragment holds only part of the datagram
+	 * the length names. */
+	if (ulen < sizeof(*udp) || (!(m->flags & JK_PF_FRAG) && ulen != avail))
 		return -JK_DROP_BAD_L4;
 	m->flags |= JK_PF_UDP;
 	m->sport = jk_get16(udp->sport);
@@ -141,20 +144,13 @@ static int read_icmp(struct jk_pkt_meta *m, const uint8_t *h, uint32_t avail)
 	return sizeof(*icmp);
 }
 
-/* The UDP payload (BTH onwards) of a datagram whose BTH is at h: the UDP
- * header sits right before it. */
-static unsigned udp_payload(const uint8_t *h)
-{
-	const struct jk_udp_hdr *udp = (const void *)(h - sizeof(*udp));
-
-	return jk_get16(udp->len) - (unsigned)sizeof(*udp);
-}
-
 /* Bytes from the BTH to the end of the ICRC of an ACK/NAK, an atomic ACK
  * and a CNP (IBTA vol. 1 9.2, 9.3; RoCEv2 annex A17.9.3); 0 for other
  * opcodes.  Only a packet of exactly that size counts as control: the
- * DHTB never marks control (docs/dhtb.md), so anything bigger is data. */
-static unsigned ctrl_size(uint8_t opcode)
+ * DHTB never marks control (docs/dhtb.md), so anything bigger is data.
+ * The size is what the datagram really holds (`avail`: from the BTH to
+ * the end of the IP datagram), never a length field the tenant wrote. */
+unsigned jk_bth_ctrl_size(uint8_t opcode)
 {
 	switch (opcode) {
 	case JK_BTH_OP_RC_ACK:        return 12 + 4 + 4;          /* BTH AETH ICRC */
@@ -175,7 +171,7 @@ static int read_bth(struct jk_pkt_meta *m, const uint8_t *h, uint32_t avail)
 	m->bth_psn = jk_bth_psn(bth);
 	if (group == JK_BTH_GROUP_RC)
 		m->flags |= JK_PF_ROCE_RC;
-	if (ctrl_size(bth->opcode) && ctrl_size(bth->opcode) == udp_payload(h))
+	if (jk_bth_ctrl_size(bth->opcode) && jk_bth_ctrl_size(bth->opcode) == avail)
 		m->flags |= JK_PF_ROCE_CTRL;
 	return sizeof(*bth);
 }
