@@ -117,7 +117,6 @@ struct pkt {
 	bool     roce_rc, roce_ctrl;
 	uint16_t frag_off;        /* flags and offset, host order */
 	uint8_t  tos;
-	uint16_t udp_len;         /* UDP: the header's length field */
 	uint32_t hdr_len;         /* Ethernet to the end of the L4 header: what every segment repeats */
 	uint32_t dqpn;
 	uint16_t sport, dport;
@@ -241,13 +240,13 @@ static __always_inline unsigned parse_ipv4(struct __sk_buff *skb, struct pkt *p)
 		if (p->l4_ofs > HDR_PULL || (void *)(udp + 1) > end || p->l4_ofs + sizeof(*udp) > lim)
 			return JK_DROP_TRUNC_L4;
 		ulen = jk_get16(udp->len);
-		/* A first fragment holds only part of the datagram the length names. */
-		if (ulen < sizeof(*udp) || (!(frag & JK_IP_MF) && ulen > tot - ihl))
+		/* The length names the IP payload exactly (core/parse.c); a
+		 * first fragment holds only part of what it names. */
+		if (ulen < sizeof(*udp) || (!(frag & JK_IP_MF) && ulen != tot - ihl))
 			return JK_DROP_BAD_L4;
 		p->sport = jk_get16(udp->sport);
 		p->dport = jk_get16(udp->dport);
 		p->hdr_len = p->l4_ofs + sizeof(*udp);
-		p->udp_len = (uint16_t)ulen;
 		if (p->dport == JK_UDP_PORT_ROCE) {
 			struct jk_bth *bth = (void *)(udp + 1);
 			unsigned ctrl;
@@ -512,12 +511,13 @@ static __always_inline int from_vnic_arp(struct __sk_buff *skb, uint32_t id, con
 	if (jk_get16(arp->htype) != JK_ARP_HTYPE_ETHER || jk_get16(arp->ptype) != JK_ETHERTYPE_IPV4 ||
 	    arp->hlen != JK_ETH_ALEN || arp->plen != 4)
 		return drop(id, JK_DROP_BAD_ARP);
-	if (!mac_eq(((struct jk_eth_hdr *)data)->src, v->mac) || !mac_eq(arp->sha, v->mac))
-		return drop(id, JK_DROP_SPOOF_MAC);
 	/* A segmentation request (a VM's virtio-net header) on anything but
-	 * IPv4: dropped, as core drops it (issue 23's frame). */
+	 * IPv4: dropped with the frame's own faults, as core drops it (issue
+	 * 23's frame). */
 	if (skb->gso_size)
 		return drop(id, JK_DROP_VNET_GSO);
+	if (!mac_eq(((struct jk_eth_hdr *)data)->src, v->mac) || !mac_eq(arp->sha, v->mac))
+		return drop(id, JK_DROP_SPOOF_MAC);
 	spa = jk_get32(arp->spa);
 	tpa = jk_get32(arp->tpa);
 	if (spa != v->ip && spa != 0)
@@ -629,16 +629,6 @@ static __always_inline int from_vnic_ipv4(struct __sk_buff *skb, uint32_t id, co
 		return drop(id, JK_DROP_SPOOF_IP);
 	if (!ip_is_host(p.dst_ip) || (eth->dst[0] & 1))
 		return drop(id, JK_DROP_BROADCAST);
-	/* The UDP length names the datagram, all of it (as core's egress). */
-	{
-		struct jk_ipv4_hdr *ip4 = data + sizeof(struct jk_eth_hdr);
-
-		if ((void *)(ip4 + 1) > end)
-			return drop(id, JK_DROP_TRUNC_IPV4);
-		if (p.proto == JK_IPPROTO_UDP && !(p.frag_off & (JK_IP_MF | JK_IP_FRAG_MASK)) && !skb->gso_size &&
-		    p.udp_len != jk_get16(ip4->tot_len) - (p.l4_ofs - sizeof(struct jk_eth_hdr)))
-			return drop(id, JK_DROP_BAD_L4);
-	}
 	{
 		struct jk_ipv4_hdr *ip = data + sizeof(*eth);
 

@@ -18,7 +18,7 @@
 	X(TRUNC_IPV4,      "trunc_ipv4",      "IPv4 header or datagram truncated") \
 	X(BAD_IPV4,        "bad_ipv4",        "IPv4 version, header length or total length invalid") \
 	X(TRUNC_L4,        "trunc_l4",        "TCP/UDP/ICMP header truncated") \
-	X(BAD_L4,          "bad_l4",          "TCP data offset or UDP length invalid") \
+	X(BAD_L4,          "bad_l4",          "TCP data offset invalid, or UDP length not the IP payload") \
 	X(TRUNC_BTH,       "trunc_bth",       "RoCEv2 BTH truncated") \
 	X(ROCE_FRAG,       "roce_frag",       "fragmented RoCEv2 (UDP 4791): never sent by an RNIC, would pass the RCFT by") \
 	X(ETHERTYPE,       "ethertype",       "EtherType other than IPv4 and ARP") \

@@ -528,6 +528,12 @@ static void deliver_local(struct jk_dp *dp, struct jk_vnic *src, struct jk_pkt *
 		drop(dp, src, p, JK_DROP_VNIC_DOWN);
 		return;
 	}
+	/* The destination's kernel refuses a UDP super-frame of more
+	 * segments than it would make itself (virtio_net_hdr_to_skb). */
+	if (p->off.gso_type == JK_VNET_GSO_UDP_L4 && p->off.segs > JK_VNET_UDP_SEGS_MAX) {
+		drop(dp, src, p, JK_DROP_VNET_GSO);
+		return;
+	}
 	p->verdict.shaped_len = jk_offload_wire_len(p);
 	to_vnic(p, dst_id);
 	shape(dp, src, JK_DIR_EGRESS, p, now_ns);
@@ -635,12 +641,6 @@ static void egress_ip(struct jk_dp *dp, struct jk_vnic *v, struct jk_pkt *p, uin
 		drop(dp, v, p, why);
 		return;
 	}
-	if ((m->flags & (JK_PF_UDP | JK_PF_FRAG)) == JK_PF_UDP && p->off.gso_type == JK_VNET_GSO_NONE &&
-	    jk_get16(((const struct jk_udp_hdr *)(p->data + m->l4_ofs))->len) != m->ip_tot_len - m->ip_hdr_len) {
-		/* The UDP length names the datagram, all of it. */
-		drop(dp, v, p, JK_DROP_BAD_L4);
-		return;
-	}
 	if (p->off.gso_type != JK_VNET_GSO_NONE) {
 		/* Each segment, not the super-frame, must fit the MTU. */
 		if ((uint32_t)p->off.hdr_len - m->l3_ofs + p->off.gso_size > v->cfg.mtu) {
@@ -743,6 +743,11 @@ static void egress_one(struct jk_dp *dp, struct jk_vnic *v, struct jk_pkt *p, ui
 	why = jk_offload_import(p);
 	if (why == JK_DROP_NONE)
 		why = jk_parse_frame(p->data, p->len, &p->meta);
+	/* A GSO request describes TCP or UDP over IPv4 (checked by
+	 * jk_offload_check_gso); on ARP it would reach the underlay or the
+	 * tenant as a super-frame of nothing. */
+	if (why == JK_DROP_NONE && p->off.gso_type != JK_VNET_GSO_NONE && !(p->meta.flags & JK_PF_IPV4))
+		why = JK_DROP_VNET_GSO;
 	if (why != JK_DROP_NONE) {
 		drop(dp, v, p, why);
 		return;
@@ -750,17 +755,6 @@ static void egress_one(struct jk_dp *dp, struct jk_vnic *v, struct jk_pkt *p, ui
 	if (memcmp(eth->src, v->cfg.mac, JK_ETH_ALEN) != 0) {
 		drop(dp, v, p, JK_DROP_SPOOF_MAC);
 		return;
-	}
-	if (p->off.gso_type != JK_VNET_GSO_NONE) {
-		/* A segmentation request on anything but IPv4 (an ARP frame
-		 * with a TCPv4 GSO header made the underlay's sender loop):
-		 * egress_ip checks IPv4's; nothing else is segmented. */
-		if (!(p->meta.flags & JK_PF_IPV4)) {
-			drop(dp, v, p, JK_DROP_VNET_GSO);
-			return;
-		}
-		/* Segments are at least JK_GSO_SIZE_MIN: never control-sized. */
-		p->meta.flags &= ~(uint32_t)JK_PF_ROCE_CTRL;
 	}
 	if (p->meta.flags & JK_PF_ARP) {
 		const struct jk_arp_hdr *arp = (const void *)(p->data + p->meta.l3_ofs);

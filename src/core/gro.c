@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "core/csum.h"
+#include "core/offload.h"
 #include "core/wire.h"
 
 #define VX   sizeof(struct jk_vxlan_hdr)
@@ -98,6 +99,7 @@ static bool joins(const struct run *r, const struct seg *s)
 	uint16_t id = jk_get16(b->id);
 
 	if (!r->open || s->proto != r->first.proto || s->plen > r->gso_size || s->l4_len != r->first.l4_len ||
+	    (s->proto == JK_IPPROTO_UDP && r->segs >= JK_VNET_UDP_SEGS_MAX) ||
 	    r->first.len + r->payload - r->first.plen + s->plen - VX - ETH > IP_TOT_MAX)
 		return false;
 	if (memcmp(r->first.b, s->b, OUTER_SAME) != 0 || a->tos != b->tos || a->frag_off.raw != b->frag_off.raw ||

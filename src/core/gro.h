@@ -8,9 +8,10 @@
  * end a run, CWR may only open one), equal sizes but for the last, valid
  * checksums — become one TCP super-frame, as the kernel's own GRO would
  * merge them; likewise consecutive UDP datagrams of one flow (RoCE among
- * them) become one USO super-frame, their IP IDs counting up so that
- * Linux's segmentation in the tenant rebuilds each datagram exactly (the
- * RoCE ICRC covers the ID).  A super-frame keeps the first datagram's
+ * them) become one USO super-frame of at most JK_VNET_UDP_SEGS_MAX
+ * datagrams (what the tenant's kernel takes), their IP IDs counting up so
+ * that Linux's segmentation in the tenant rebuilds each datagram exactly
+ * (the RoCE ICRC covers the ID).  A super-frame keeps the first datagram's
  * headers (its VxLAN header in front), its payloads follow, and p->off
  * describes it with a partial checksum.  Anything else — another flow,
  * a bad checksum, ARP, ICMP — stays a datagram of its own, unchanged, so

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "core/csum.h"
+#include "core/parse.h"
 
 #define TCP_CSUM_OFFSET 16
 #define UDP_CSUM_OFFSET 6
@@ -82,6 +83,8 @@ static enum jk_drop check_roce_segments(const struct jk_pkt *p, uint32_t payload
 	return JK_DROP_NONE;
 }
 
+_Static_assert(JK_GSO_SIZE_MIN > 12 + 16 + 4, "no GSO segment has a control packet's size (wire.h: jk_roce_ctrl_size)");
+
 enum jk_drop jk_offload_check_gso(struct jk_pkt *p)
 {
 	const struct jk_pkt_meta *m = &p->meta;
@@ -125,8 +128,13 @@ enum jk_drop jk_offload_check_gso(struct jk_pkt *p)
 		p->off.gso_type = JK_VNET_GSO_NONE;
 		return JK_DROP_NONE;
 	}
-	if (m->flags & JK_PF_ROCE)
+	if (m->flags & JK_PF_ROCE) {
+		/* Control is judged on each segment as it will be sent: none
+		 * of gso_size >= JK_GSO_SIZE_MIN bytes has an ACK's, an atomic
+		 * ACK's or a CNP's size, whatever the whole frame's was. */
+		p->meta.flags &= ~JK_PF_ROCE_CTRL;
 		return check_roce_segments(p, payload);
+	}
 	return JK_DROP_NONE;
 }
 

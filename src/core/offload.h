@@ -29,6 +29,11 @@ enum jk_drop jk_offload_import(struct jk_pkt *p);
  * first and be of the same kind (request or ACK/NAK/CNP). */
 enum jk_drop jk_offload_check_gso(struct jk_pkt *p);
 
+/* The most segments a UDP super-frame (USO) handed to a vNIC may stand
+ * for: Linux's UDP_MAX_SEGMENTS, past which virtio_net_hdr_to_skb refuses
+ * the header (older kernels: 64; newer ones take more). */
+#define JK_VNET_UDP_SEGS_MAX 64
+
 /* Bytes the frame puts on the wire as inner frames: every segment with
  * its own copy of the headers. */
 static inline uint32_t jk_offload_wire_len(const struct jk_pkt *p)

@@ -111,8 +111,11 @@ static int read_udp(struct jk_pkt_meta *m, const uint8_t *h, uint32_t avail)
 	const struct jk_udp_hdr *udp = (const void *)h;
 	unsigned ulen = jk_get16(udp->len);
 
-	/* A first fragment holds only part of the datagram the length names. */
-	if (ulen < sizeof(*udp) || (!(m->flags & JK_PF_FRAG) && ulen > avail))
+	/* The length must name the IP payload exactly: what is judged by
+	 * size (ACK/NAK/CNP) is judged on what is there, and no bytes ride
+	 * along unnamed.  A first fragment holds only part of the datagram
+	 * the length names. */
+	if (ulen < sizeof(*udp) || (!(m->flags & JK_PF_FRAG) && ulen != avail))
 		return -JK_DROP_BAD_L4;
 	m->flags |= JK_PF_UDP;
 	m->sport = jk_get16(udp->sport);
@@ -141,14 +144,10 @@ static int read_icmp(struct jk_pkt_meta *m, const uint8_t *h, uint32_t avail)
 	return sizeof(*icmp);
 }
 
-/* The UDP payload (BTH onwards) of a datagram whose BTH is at h: the UDP
- * header sits right before it. */
-static unsigned udp_payload(const uint8_t *h)
-{
-	const struct jk_udp_hdr *udp = (const void *)(h - sizeof(*udp));
-
-	return jk_get16(udp->len) - (unsigned)sizeof(*udp);
-}
+/* ACK/NAK/CNP sizes: wire.h's jk_roce_ctrl_size, which the kernel fast
+ * path's program reads too.  The size compared is what the datagram
+ * really holds (`avail`: from the BTH to the end of the IP datagram),
+ * never a length field the tenant wrote. */
 
 static int read_bth(struct jk_pkt_meta *m, const uint8_t *h, uint32_t avail)
 {
@@ -161,12 +160,7 @@ static int read_bth(struct jk_pkt_meta *m, const uint8_t *h, uint32_t avail)
 	m->bth_psn = jk_bth_psn(bth);
 	if (group == JK_BTH_GROUP_RC)
 		m->flags |= JK_PF_ROCE_RC;
-	/* Control (never marked: docs/dhtb.md) only at its exact size, read
-	 * from what is there: the UDP length must name the whole IP payload
-	 * too, or a tenant's 1000-byte "ACK" with a UDP length of 28 would
-	 * pass as control (wire.h: jk_roce_ctrl_size). */
-	if (jk_roce_ctrl_size(bth->opcode) && jk_roce_ctrl_size(bth->opcode) == udp_payload(h) &&
-	    udp_payload(h) + sizeof(struct jk_udp_hdr) == (unsigned)m->ip_tot_len - m->ip_hdr_len)
+	if (jk_roce_ctrl_size(bth->opcode) && jk_roce_ctrl_size(bth->opcode) == avail)
 		m->flags |= JK_PF_ROCE_CTRL;
 	return sizeof(*bth);
 }

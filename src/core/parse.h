@@ -17,6 +17,10 @@
  * or the reason the frame is malformed.  Sets m->cls. */
 enum jk_drop jk_parse_frame(const uint8_t *frame, uint32_t len, struct jk_pkt_meta *m);
 
+/* Bytes from the BTH to the end of the ICRC of an ACK/NAK, an atomic ACK
+ * or a CNP (the only sizes at which they count as control, JK_PF_ROCE_CTRL);
+ * 0 for any other opcode. */
+
 /* Outer headers of an underlay packet given from its IPv4 header on. */
 struct jk_outer {
 	uint32_t src_ip, dst_ip;   /* host order */

@@ -9,6 +9,7 @@
 #include <linux/if_tun.h>
 #include <net/ethernet.h>
 #include <net/if.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -240,8 +241,15 @@ static unsigned tap_recv(struct jk_port *p, int fd, struct jk_pkt **pkts, unsign
 	return got;
 }
 
-/* A write the TAP refuses for the frame itself (a header the kernel will
- * not take) costs that frame only; a full queue (EAGAIN) ends the batch. */
+/* Is errno a full queue (the rest of the batch will not fit either)
+ * rather than a refusal of this one frame? */
+static bool queue_full(int err)
+{
+	return err == EAGAIN || err == EWOULDBLOCK || err == ENOBUFS;
+}
+
+/* One frame per write.  A frame the kernel refuses (EINVAL: a header it
+ * does not take) costs that frame only; a full queue ends the batch. */
 static unsigned tap_send(struct jk_port *p, int fd, struct jk_pkt **pkts, unsigned n)
 {
 	unsigned sent = 0;
@@ -256,7 +264,7 @@ static unsigned tap_send(struct jk_port *p, int fd, struct jk_pkt **pkts, unsign
 			continue;
 		}
 		__atomic_add_fetch(&p->tx_errors, 1, __ATOMIC_RELAXED);
-		if (errno == EAGAIN || errno == ENOBUFS)
+		if (queue_full(errno))
 			break;
 	}
 	return sent;
@@ -306,14 +314,20 @@ static unsigned afpacket_send(struct jk_port *p, int fd, struct jk_pkt **pkts, u
 		msgs[i].msg_hdr.msg_iov = iov[i];
 		msgs[i].msg_hdr.msg_iovlen = 2;
 	}
-	while (sent < n) {
-		int r = sendmmsg(fd, msgs + sent, n - sent, MSG_DONTWAIT);
+	/* sendmmsg stops at the first message it cannot send: a refused one
+	 * is passed over (counted), a full queue ends the batch. */
+	for (unsigned done = 0; done < n;) {
+		int r = sendmmsg(fd, msgs + done, n - done, MSG_DONTWAIT);
 
-		if (r <= 0) {
-			__atomic_add_fetch(&p->tx_errors, 1, __ATOMIC_RELAXED);
-			break;
+		if (r > 0) {
+			sent += (unsigned)r;
+			done += (unsigned)r;
+			continue;
 		}
-		sent += (unsigned)r;
+		__atomic_add_fetch(&p->tx_errors, 1, __ATOMIC_RELAXED);
+		if (r == 0 || queue_full(errno))
+			break;
+		done++;
 	}
 	return sent;
 }

@@ -202,15 +202,31 @@ static void fill_msg(struct msghdr *m, struct send_ctl *sc, const struct jk_pkt 
 	}
 }
 
+/* Does p->off describe a super-frame send_super can cut?  The core makes
+ * no other, but the send does not take its word: headers inside the frame
+ * and the scratch room, a payload after them, as many segments as the
+ * payload makes, and one datagram that fits a UDP send. */
+static bool cuttable(const struct jk_pkt *p)
+{
+	const struct jk_pkt_offload *o = &p->off;
+	uint32_t dgram = (uint32_t)sizeof(struct jk_vxlan_hdr) + o->hdr_len + o->gso_size;
+
+	return o->gso_size > 0 && o->hdr_len > 0 && o->hdr_len <= JK_GSO_HDR_MAX && o->hdr_len < p->len &&
+	       o->segs == (p->len - o->hdr_len + o->gso_size - 1) / o->gso_size && dgram <= UDP_PAYLOAD_MAX;
+}
+
 /* A super-frame: its segments' headers into scratch, then sends of up to
  * GSO_SEGS_MAX equal datagrams, payload iovecs pointing into the frame.
- * 0, or -errno of the send that failed. */
+ * Every pass sends at least one non-empty datagram.  0, -EINVAL for a
+ * frame it cannot cut, or -errno of the send that failed. */
 static int send_super(struct jk_underlay *u, uint8_t *scratch, int fd, struct jk_pkt *p, uint8_t tos)
 {
-	unsigned segs = jk_gso_segs(p), done = 0;
+	unsigned segs = jk_gso_segs(p), done = 0, per_send;
 	uint32_t dgram = (uint32_t)sizeof(struct jk_vxlan_hdr) + p->off.hdr_len + p->off.gso_size;
-	unsigned per_send = UDP_PAYLOAD_MAX / dgram;
 
+	if (!cuttable(p))
+		return -EINVAL;
+	per_send = UDP_PAYLOAD_MAX / dgram;        /* >= 1: cuttable() */
 	if (per_send > GSO_SEGS_MAX)
 		per_send = GSO_SEGS_MAX;
 	/* Whatever the header says, no empty datagram and no pass without
@@ -231,6 +247,8 @@ static int send_super(struct jk_underlay *u, uint8_t *scratch, int fd, struct jk
 
 			jk_vxlan_hdr_init((struct jk_vxlan_hdr *)h, p->verdict.vni);
 			jk_gso_segment(p, done + i, h + sizeof(struct jk_vxlan_hdr), &seg);
+			if (seg.len == 0)
+				return -EINVAL;   /* cannot happen after cuttable(); never an empty datagram */
 			iov[2 * i] = (struct iovec){ h, sizeof(struct jk_vxlan_hdr) + seg.hdr_len };
 			iov[2 * i + 1] = (struct iovec){ p->data + seg.ofs, seg.len };
 			total += iov[2 * i].iov_len + seg.len;

@@ -74,6 +74,8 @@ void jk_ebpf_vnic_detach(struct jakirod *d, uint16_t id) { }
 void jk_ebpf_vnic_update(struct jakirod *d, uint16_t id) { }
 void jk_ebpf_vlt_sync(struct jakirod *d, uint32_t vni, uint32_t ip) { }
 void jk_ebpf_sync_counters(struct jakirod *d) { }
+int jk_ebpf_underlay_stats(struct jakirod *d, uint64_t *rx_errors, uint64_t *rx_dropped) { return -ENOSYS; }
+unsigned jk_ebpf_rcft_copy(struct jakirod *d, struct jk_rcft_entry *out, unsigned max) { return 0; }
 
 /* ---- the daemon ---------------------------------------------------------- */
 

@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "fuzz-env.h"
+#include "fuzz-underlay.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -17,6 +18,7 @@ static void send_from(struct fuzz_env *env, uint16_t vnic, const uint8_t *data, 
 	memcpy(p->data, data, size);
 	jk_dp_egress(&env->dp, vnic, &p, 1, now);
 	fz_check_verdict(env, p);
+	fz_send_underlay(env, p);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -18,6 +18,7 @@
 
 #include "core/dp.h"
 #include "core/gso.h"
+#include "core/offload.h"
 
 #define FZ_IP(a, b, c, d) ((uint32_t)(a) << 24 | (uint32_t)(b) << 16 | (uint32_t)(c) << 8 | (uint32_t)(d))
 #define FZ_VTEP_LOCAL FZ_IP(10, 0, 0, 1)
@@ -110,6 +111,60 @@ static uint32_t fz_vni_from(const struct fuzz_env *env, const struct jk_pkt *p)
 	return jk_vxlan_vni((const struct jk_vxlan_hdr *)(p->data - sizeof(struct jk_vxlan_hdr)));
 }
 
+/* The virtio-net header jakirod writes in front of a frame to a vNIC must
+ * be one the kernel takes: the checks of Linux's tun_get_user /
+ * packet_snd (hdr_len, raised to cover the checksum, inside the frame) and
+ * virtio_net_hdr_to_skb (known flags and GSO type, ECN only with TCP, a
+ * gso_size neither 0 nor GSO_BY_FRAGS, the checksum inside the frame and
+ * after an IPv4 header's room, TCP/UDP checksum offsets, at most
+ * JK_VNET_UDP_SEGS_MAX datagrams in a UDP super-frame), written again
+ * here from the kernel's rules, not from offload.c.  And a super-frame
+ * must be what the tenant's stack can cut: TCP or UDP over IPv4, the
+ * checksum start at its L4 header. */
+static void fz_check_vnet_hdr(const struct jk_vnet_hdr *h, const uint8_t *frame, uint32_t len)
+{
+	unsigned type = h->gso_type & (unsigned)~JK_VNET_GSO_ECN, thlen = 0, proto = 0;
+	bool csum = (h->flags & JK_VNET_F_NEEDS_CSUM) != 0;
+	uint32_t start = h->csum_start, off = h->csum_offset, hdr_len = h->hdr_len, p_off = 0;
+
+	if (h->flags & ~(JK_VNET_F_NEEDS_CSUM | JK_VNET_F_DATA_VALID))
+		__builtin_trap();
+	if (type == JK_VNET_GSO_TCPV4) {
+		thlen = 20;
+		proto = JK_IPPROTO_TCP;
+	} else if (type == JK_VNET_GSO_UDP_L4) {
+		thlen = 8;
+		proto = JK_IPPROTO_UDP;
+	} else if (type != JK_VNET_GSO_NONE) {
+		__builtin_trap();
+	}
+	if ((h->gso_type & JK_VNET_GSO_ECN) && type != JK_VNET_GSO_TCPV4)
+		__builtin_trap();
+	if (type != JK_VNET_GSO_NONE && (h->gso_size == 0 || h->gso_size == 0xffff))
+		__builtin_trap();
+	if (csum && start + off + 2 > hdr_len)
+		hdr_len = start + off + 2;
+	if (hdr_len > len)
+		__builtin_trap();
+	if (csum) {
+		if (start + (thlen > off + 2 ? thlen : off + 2) > len || start < 20)
+			__builtin_trap();
+		p_off = start + thlen;
+	} else if (type != JK_VNET_GSO_NONE) {
+		__builtin_trap();       /* the kernel would have to guess where L4 is */
+	}
+	if (type == JK_VNET_GSO_TCPV4 && off != 16)
+		__builtin_trap();
+	if (type == JK_VNET_GSO_UDP_L4 &&
+	    (off != 6 || len - p_off > (uint32_t)h->gso_size * JK_VNET_UDP_SEGS_MAX))
+		__builtin_trap();
+	if (type != JK_VNET_GSO_NONE) {
+		if (len < 14 + 20 || frame[12] != 0x08 || frame[13] != 0x00 || (frame[14] >> 4) != 4 ||
+		    start != 14u + (frame[14] & 0x0fu) * 4 || frame[14 + 9] != proto)
+			__builtin_trap();
+	}
+}
+
 /* What every verdict must satisfy, whatever the input. */
 static void fz_check_verdict(const struct fuzz_env *env, const struct jk_pkt *p)
 {
@@ -126,6 +181,12 @@ static void fz_check_verdict(const struct fuzz_env *env, const struct jk_pkt *p)
 		/* Isolation: never into another VNI than the frame came from. */
 		if (fz_vni_from(env, p) != env->dp.vnics[p->verdict.out_vnic].cfg.vni)
 			__builtin_trap();
+		{
+			struct jk_vnet_hdr h;
+
+			jk_offload_export(p, &h);
+			fz_check_vnet_hdr(&h, p->data, p->len);
+		}
 		break;
 	case JK_ACT_TO_UNDERLAY:
 		fz_check_segments(env, p);

@@ -13,6 +13,14 @@ $(FUZZ_DIR)/fuzz-%: tests/fuzz/fuzz-%.c tests/fuzz/fuzz-env.h $(CORE_SRCS) $(wil
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) $< $(CORE_SRCS) -o $@
 
+# fuzz-vnet and fuzz-egress also send what the core gives the underlay as
+# jakirod does (daemon/underlay.c), the socket calls wrapped by the harness
+# (fuzz-underlay.h).
+FUZZ_UNDERLAY := $(FUZZ_DIR)/fuzz-vnet $(FUZZ_DIR)/fuzz-egress
+$(FUZZ_UNDERLAY): $(FUZZ_DIR)/fuzz-%: tests/fuzz/fuzz-%.c tests/fuzz/fuzz-env.h tests/fuzz/fuzz-underlay.h src/daemon/underlay.c $(CORE_SRCS) $(wildcard src/core/*.h src/daemon/*.h)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) $< src/daemon/underlay.c $(CORE_SRCS) -Wl,--wrap=sendmsg,--wrap=sendmmsg -o $@
+
 # The configuration parsers: jakirod's conf.c and the units parser, with jansson.
 $(FUZZ_DIR)/fuzz-conf: tests/fuzz/fuzz-conf.c src/daemon/conf.c src/util/units.c src/cplane/keys.c $(wildcard src/daemon/*.h)
 	@mkdir -p $(dir $@)

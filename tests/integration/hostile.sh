@@ -1,6 +1,12 @@
 #!/usr/bin/env bash
 # A hostile tenant, with hand-built packets from its own namespace (issue
 # "isolation that holds against hostile tenants"):
+#   - a GSO request on an ARP frame, written to a TAP as a VM's QEMU does
+#     (vnet_frame.py) and read by jakirod through afpacket, is dropped and
+#     counted (vnet_gso): no datapath thread hangs, vnic add/del complete;
+#   - a UDP length short of the IP payload (1000-byte "ACKs" claiming 28
+#     bytes, to 50 QPNs under qp_quota 2) is dropped (bad_l4), not passed
+#     as control past the quota;
 #   - control opcodes are not a free pass: 1200-byte UDP/4791 frames whose
 #     BTH says ACK (0x11) from a 40 Mbit/s vNIC are charged as RDMA data:
 #     at most about the rate reaches the peer (before: 27x the rate), the
@@ -48,6 +54,62 @@ rx_bytes() {   # HOST VNIC: bytes the vNIC received, every class
 	stat_of "$1" "sum(c['bytes'] for c in s['vnics']['$2']['ingress'].values())"
 }
 vdrop() { stat_of "$1" "s['vnics']['$2']['drops'].get('$3', 0)"; }
+
+# 0a. A GSO request on a frame that is not IPv4 (issue 23, finding 1), as
+# a VM's QEMU writes it to its TAP: vNIC evil (afpacket on a TAP that
+# vnet_frame.py holds in h1's namespace) sends ARP frames with gso_type
+# TCPV4, NEEDS_CSUM: a reply padded to 65,600 bytes with gso_size 65520 to
+# a2 on h2 (it used to hang a datapath thread in its underlay send, and
+# `vnic del` with it), a reply to a1 on this host and a request answered
+# from the VLT, both with gso_size 1000 (their exported headers used to
+# make the kernel refuse the write, and the rest of the queue with it).
+# Each is dropped and counted (vnet_gso); the datapath goes on forwarding
+# and vnic add/del complete.
+mkfifo "$WORK/evil.in"
+ip netns exec "$LAB_PREFIX-h1" python3 "$(dirname "$0")/vnet_frame.py" v-evil < "$WORK/evil.in" > "$WORK/evil.out" 2>&1 &
+evil=$!
+exec 7> "$WORK/evil.in"
+at_exit "exec 7>&-; wait $evil"
+wait_until 10 grep -q ready "$WORK/evil.out" || not_ok "vnet_frame.py opens its TAP" "$(cat "$WORK/evil.out")"
+check "vnic add evil (afpacket on a VM's TAP)" \
+	timeout 20 $LAB ctl h1 -- vnic add evil vpc blue ip 10.0.0.3 mac 02:00:00:00:e0:01 backend afpacket ifname v-evil
+echo "arp 2 02:00:00:00:e0:01 10.0.0.3 10.0.0.1 1000 3000" >&7
+echo "arp 1 02:00:00:00:e0:01 10.0.0.3 10.0.0.1 1000 3000" >&7
+echo "arp 2 02:00:00:00:e0:01 10.0.0.3 10.0.0.2 65520 65600" >&7
+wait_until 10 test "$(grep -c wrote "$WORK/evil.out")" -ge 3 || not_ok "the kernel takes the three writes" "$(cat "$WORK/evil.out")"
+vgso() { test "$(vdrop h1 evil vnet_gso)" -ge "$1"; }
+wait_until 10 vgso 3
+check "ARP with a GSO request: the three dropped and counted (vnet_gso): $(vdrop h1 evil vnet_gso)" vgso 3
+check "... the datapath still forwards (a1 -> a2, r1 -> r2)" \
+	sh -c "$LAB exec a1 -- ping -c 3 -i 0.2 -W 2 10.0.0.2 && $LAB exec r1 -- ping -c 3 -i 0.2 -W 2 10.0.0.2"
+check "... vnic del completes (the datapath threads pause)" timeout 20 $LAB ctl h1 -- vnic del evil
+check "... and vnic add again" \
+	timeout 20 $LAB ctl h1 -- vnic add evil vpc blue ip 10.0.0.3 mac 02:00:00:00:e0:01 backend afpacket ifname v-evil
+check "... and vnic del" timeout 20 $LAB ctl h1 -- vnic del evil
+
+# 0b. Control opcodes by the UDP length field (issue 23, finding 2): with
+# qp_quota 2, a1 sends 50 datagrams of 1000 bytes whose BTH says ACK
+# (0x11) and whose UDP length says 28 (an ACK's size), to 50 QPNs, from a
+# raw socket.  They used to be classed as control (no RCFT, no quota, never
+# marked) and all delivered; the UDP length must now be the IP payload.
+check "vnic set a1 qp_quota 2" lab ctl h1 -- vnic set a1 qp_quota 2
+rx_pkts() { stat_of "$1" "sum(c['packets'] for c in s['vnics']['$2']['ingress'].values())"; }
+before=$(rx_pkts h2 a2) bad0=$(vdrop h1 a1 bad_l4)
+lab exec a1 -- python3 - 10.0.0.2 <<'PY'
+import socket, struct, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_UDP)
+s.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, 2)
+for qpn in range(1, 51):
+    bth = bytes([0x11, 0, 0xff, 0xff, 0]) + qpn.to_bytes(3, "big") + bytes(4)
+    udp = struct.pack("!HHHH", 49152, 4791, 28, 0)      # length 28: an ACK's, of 980 bytes
+    s.sendto(udp + bth + bytes(1000 - 20 - 8 - len(bth)), (sys.argv[1], 0))
+PY
+sleep 0.5
+got=$(( $(rx_pkts h2 a2) - before ))
+echo "# 50 'ACKs' of 1000 bytes claiming UDP length 28: $got reached a2, bad_l4 $(( $(vdrop h1 a1 bad_l4) - bad0 ))"
+check "a UDP length short of the IP payload: none of the 50 delivered ($got)" test "$got" -eq 0
+check "... all 50 dropped and counted (bad_l4)" test "$(( $(vdrop h1 a1 bad_l4) - bad0 ))" -eq 50
+check "vnic set a1 qp_quota 256 (back)" lab ctl h1 -- vnic set a1 qp_quota 256
 
 # UDP/4791 datagrams of SIZE bytes whose first byte (the BTH opcode) is
 # OPCODE, as fast as the tenant can for SECS seconds; prints how many went.

@@ -31,3 +31,9 @@ $(BUILD)/obj/tests/unit/fp_diff.o: CFLAGS += -I$(BUILD)/gen
 $(BUILD)/tests/unit/test-fastpath: $(BUILD)/obj/tests/unit/test-fastpath.o $(BUILD)/obj/tests/unit/fp_diff.o $(UNIT_HELPERS) $(CORE_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(filter %.o,$^) $(CORE_LIB) -lcmocka -lbpf -lelf -lz $(LDFLAGS) -o $@
+
+# test-underlay: the daemon's underlay send path, its socket calls wrapped
+# by the test (no socket is used).
+$(BUILD)/tests/unit/test-underlay: $(BUILD)/obj/tests/unit/test-underlay.o $(UNIT_HELPERS) $(BUILD)/obj/src/daemon/underlay.o $(CORE_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(filter %.o,$^) $(CORE_LIB) -lcmocka -Wl,--wrap=sendmsg,--wrap=sendmmsg $(LDFLAGS) -o $@

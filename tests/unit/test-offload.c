@@ -527,6 +527,120 @@ static void superframes_through_shaper_lose_no_buffer(void **state)
 	assert_true(jk_dp_vnic(&env->dp, env->a)->cnt.drops[JK_DROP_DHTB_TCP] > 0);   /* the queue did overflow */
 }
 
+/* ---- hostile headers (issue 23) --------------------------------------------- */
+
+/* Issue 23, finding 1: a GSO request on a frame that is not IPv4 — an ARP
+ * reply padded to 65,600 bytes with gso_type TCPV4, gso_size 65520 and
+ * NEEDS_CSUM — used to be forwarded as a "super-frame" of hdr_len 0 whose
+ * underlay send never ended; an ARP request with it was answered to the
+ * tenant with a header its kernel refuses.  Both are dropped, counted. */
+static void gso_on_arp_dropped(void **state)
+{
+	struct env *env = *state;
+	static struct frame f;
+	const struct jk_vnet_hdr h = { .flags = JK_VNET_F_NEEDS_CSUM, .gso_type = JK_VNET_GSO_TCPV4,
+				       .gso_size = 65520, .csum_start = ETH + IPH, .csum_offset = 16 };
+	const uint16_t ops[] = { 2, 1 };      /* reply (forwarded), request (proxied) */
+
+	for (unsigned i = 0; i < 2; i++) {
+		uint64_t before = env->dp.cnt.drops[JK_DROP_VNET_GSO];
+		struct jk_pkt *p;
+
+		fr_init(&f);
+		fr_eth(&f, MAC_C, MAC_A, ETH_ARP);
+		fr_arp(&f, ops[i], MAC_A, IP_A, MAC_C, IP_C);
+		fr_done(&f);
+		fr_pad_to(&f, 65600);
+		p = egress(env, &f, &h);
+		assert_int_equal(p->verdict.action, JK_ACT_DROP);
+		assert_string_equal(jk_drop_name(p->verdict.drop), "vnet_gso");
+		assert_int_equal(env->dp.cnt.drops[JK_DROP_VNET_GSO], before + 1);
+	}
+}
+
+/* A RoCE frame from A to C: BTH `opcode` to QP dqpn, IPv4 total length
+ * `ip_len`, the UDP length field set to `udp_len` (0: the true one). */
+static void roce_claiming(struct frame *f, uint8_t opcode, uint32_t dqpn, uint32_t ip_len, uint16_t udp_len)
+{
+	fr_init(f);
+	fr_eth(f, MAC_C, MAC_A, ETH_IPV4);
+	fr_ipv4(f, &(struct ip4){ .src = IP_A, .dst = IP_C, .proto = PROTO_UDP, .df = true, .tos = 2 });
+	fr_udp(f, 49152, PORT_ROCE);
+	fr_bth(f, &(struct bth){ .opcode = opcode, .dqpn = dqpn, .psn = 1 });
+	fr_payload(f, ip_len - IPH - 8 - 12, 0x77);
+	fr_done(f);
+	if (udp_len)
+		wr16(f->b + ETH + IPH + 4, udp_len);
+}
+
+/* Issue 23, finding 2: 50 datagrams of 1000 bytes whose BTH says ACK and
+ * whose UDP length says 28 (an ACK's size), to 50 QPNs, with qp_quota 2.
+ * They used to be classed as control — no RCFT, no quota, never marked —
+ * and all delivered.  A UDP length that is not the IP payload is now
+ * dropped (bad_l4), and what the quota sees is what is really there. */
+static void udp_length_not_payload_dropped(void **state)
+{
+	struct env *env = *state;
+	static struct frame f;
+	unsigned delivered = 0;
+
+	assert_int_equal(jk_dp_vnic_set(&env->dp, env->a, 0, 2), 0);
+	for (uint32_t q = 1; q <= 50; q++) {
+		roce_claiming(&f, 0x11, q, 1000, 8 + 12 + 4 + 4);
+		delivered += egress(env, &f, &(struct jk_vnet_hdr){ 0 })->verdict.action == JK_ACT_TO_UNDERLAY;
+	}
+	assert_int_equal(delivered, 0);
+	assert_int_equal(env->dp.cnt.drops[JK_DROP_BAD_L4], 50);
+	/* The same 1000-byte "ACKs" with an honest length: data, under the quota. */
+	for (uint32_t q = 1; q <= 50; q++) {
+		roce_claiming(&f, 0x11, q, 1000, 0);
+		delivered += egress(env, &f, &(struct jk_vnet_hdr){ 0 })->verdict.action == JK_ACT_TO_UNDERLAY;
+	}
+	assert_int_equal(delivered, 2);
+	assert_int_equal(env->dp.cnt.drops[JK_DROP_QP_QUOTA], 48);
+	/* A real ACK (BTH + AETH + ICRC) still passes as control, beyond the quota. */
+	roce_claiming(&f, 0x11, 77, IPH + 8 + 12 + 4 + 4, 0);
+	assert_int_equal(egress(env, &f, &(struct jk_vnet_hdr){ 0 })->verdict.action, JK_ACT_TO_UNDERLAY);
+}
+
+/* Finding 2 under GSO: a USO super-frame of 1000-byte "ACK" segments whose
+ * UDP length claims 28 was judged by that field before the GSO check
+ * rewrote it.  Refused; with an honest length its segments are data (no
+ * segment of at least JK_GSO_SIZE_MIN bytes is an ACK), under the quota. */
+static void gso_control_judged_by_segments(void **state)
+{
+	struct env *env = *state;
+	static struct frame f;
+	const struct jk_vnet_hdr h = { .flags = JK_VNET_F_NEEDS_CSUM, .gso_type = JK_VNET_GSO_UDP_L4,
+				       .hdr_len = ETH + IPH + 8, .gso_size = 1000,
+				       .csum_start = ETH + IPH, .csum_offset = 6 };
+	unsigned delivered = 0;
+
+	assert_int_equal(jk_dp_vnic_set(&env->dp, env->a, 0, 2), 0);
+	for (int honest = 0; honest < 2; honest++) {
+		for (uint32_t q = 1; q <= 50; q++) {
+			fr_init(&f);
+			fr_eth(&f, MAC_C, MAC_A, ETH_IPV4);
+			fr_ipv4(&f, &(struct ip4){ .src = IP_A, .dst = IP_C, .proto = PROTO_UDP, .df = true, .tos = 2 });
+			fr_udp(&f, 49152, PORT_ROCE);
+			for (unsigned s = 0; s < 4; s++) {
+				fr_bth(&f, &(struct bth){ .opcode = 0x11, .dqpn = q, .psn = 1 + s });
+				fr_payload(&f, 1000 - 12, 0x77);
+			}
+			fr_done(&f);
+			if (!honest)
+				wr16(f.b + ETH + IPH + 4, 8 + 12 + 4 + 4);
+			delivered += egress(env, &f, &h)->verdict.action == JK_ACT_TO_UNDERLAY;
+		}
+		if (!honest) {
+			assert_int_equal(delivered, 0);
+			assert_int_equal(env->dp.cnt.drops[JK_DROP_BAD_L4], 50);
+		}
+	}
+	assert_int_equal(delivered, 2);
+	assert_int_equal(env->dp.cnt.drops[JK_DROP_QP_QUOTA], 48);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -538,6 +652,9 @@ int main(void)
 		T(gro_keeps_apart_what_must_not_merge),
 		T(roce_read_coalesces_only_with_ids_counting_up),
 		T(superframes_through_shaper_lose_no_buffer),
+		T(gso_on_arp_dropped),
+		T(udp_length_not_payload_dropped),
+		T(gso_control_judged_by_segments),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
