@@ -1,33 +1,55 @@
-/* fuzz-fastpath.c — libFuzzer target: the input is a frame a vNIC sends.
- * It goes through core's pipeline and through the kernel fast path's
- * program (BPF_PROG_TEST_RUN) with the same tables (tests/unit/fp_diff.c);
- * any difference of verdict, drop reason or answered bytes aborts.  Needs
- * root; a kernel that refuses the programs aborts too. */
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-
-#include "fp_diff.h"
+/* fuzz-fastpath.c — libFuzzer target: core against the kernel fast path's
+ * programs (BPF_PROG_TEST_RUN) with any bytes as the frame, through the
+ * harness of tests/unit/test-fastpath.c (the same tables on both sides).
+ * The input goes out of every vNIC of that host (jk_dp_egress against
+ * jk_from_vnic) and in from the underlay from every source below
+ * (jk_dp_ingress against jk_from_underlay): trying each vNIC rather than
+ * taking one from a selector byte keeps run-fuzz's seeds (bare frames,
+ * mkseeds egress) frames.  Any difference of way out, drop reason, bytes
+ * out or counters aborts, naming it.  Needs root; a kernel that refuses
+ * the programs aborts too, with the verifier's words. */
+#define TWIN_HARNESS_ONLY
+#include "test-fastpath.c"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
+/* Where an underlay packet comes from: served or not, located or not. */
+static const struct {
+	uint32_t vni, vtep;
+} SOURCES[] = {
+	{ VNI_1, VTEP_2 }, { VNI_1, VTEP_3 }, { VNI_2, VTEP_2 }, { VNI_2, VTEP_4 }, { VNI_3, VTEP_2 }, { VNI_1, VTEP_9 },
+};
+
+static void differ(const char *what, size_t size, const char *why)
+{
+	fprintf(stderr, "fuzz-fastpath: core and the program differ on a %zu-byte frame %s: %s\n", size, what, why);
+	abort();
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static struct fp_env *env;
-	char why[256];
+	static struct twin *t;
+	static char err[8192];
+	char what[64];
 
-	if (!env) {
-		env = fp_env_open(why, sizeof(why));
-		if (!env) {
-			fprintf(stderr, "fuzz-fastpath: %s\n", why);
+	if (!t) {
+		t = twin_open(err, sizeof(err));
+		if (!t) {
+			fprintf(stderr, "fuzz-fastpath: %s\n", err);
 			abort();
 		}
 	}
-	if (size > 3000)            /* past what a test run takes (fp_diff.h) */
+	if (size > TWIN_FRAME_MAX)          /* past what a test run takes */
 		return -1;
-	if (fp_compare(env, data, (uint32_t)size, why, sizeof(why)) == -1) {
-		fprintf(stderr, "fuzz-fastpath: core and the program differ on a %zu-byte frame: %s\n", size, why);
-		abort();
-	}
+	for (int i = 0; i < TW_LOCALS; i++)
+		if (twin_egress(t, i, data, (uint32_t)size) == TWIN_DIFFER) {
+			snprintf(what, sizeof(what), "from vNIC %s", LOCALS[i].name);
+			differ(what, size, t->why);
+		}
+	for (size_t i = 0; i < sizeof(SOURCES) / sizeof(SOURCES[0]); i++)
+		if (twin_ingress(t, SOURCES[i].vni, SOURCES[i].vtep, data, (uint32_t)size) == TWIN_DIFFER) {
+			snprintf(what, sizeof(what), "in VNI %u from VTEP %08x", SOURCES[i].vni, SOURCES[i].vtep);
+			differ(what, size, t->why);
+		}
 	return 0;
 }

@@ -54,8 +54,10 @@ $(FUZZ_DIR)/fuzz-cni: tests/fuzz/fuzz-cni.c $(FUZZ_CNI_SRCS) src/cni/cni.h src/d
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) tests/fuzz/fuzz-cni.c $(FUZZ_CNI_SRCS) -ljansson -o $@
 
-# The kernel fast path against core (tests/unit/fp_diff.c): the programs'
-# skeleton, libbpf; run as root.
-$(FUZZ_DIR)/fuzz-fastpath: tests/fuzz/fuzz-fastpath.c tests/unit/fp_diff.c tests/unit/dp_host.c $(BPF_SKEL) $(CORE_SRCS) $(wildcard src/core/*.h src/bpf/*.h)
+# The kernel fast path against core, through test-fastpath.c's harness
+# (included by the target): the programs' skeleton, made here by
+# src/bpf/part.mk under $(BUILD)/gen (run-fuzz: build-fuzz/make/gen), and
+# libbpf; run as root.
+$(FUZZ_DIR)/fuzz-fastpath: tests/fuzz/fuzz-fastpath.c tests/unit/test-fastpath.c tests/unit/dp_host.c tests/unit/dp_host.h tests/unit/frames.h $(BPF_SKEL) $(CORE_SRCS) $(wildcard src/core/*.h src/bpf/*.h)
 	@mkdir -p $(dir $@)
-	$(FUZZ_CC) $(FUZZ_CFLAGS) -I$(BUILD)/gen tests/fuzz/fuzz-fastpath.c tests/unit/fp_diff.c tests/unit/dp_host.c $(CORE_SRCS) -lbpf -lelf -lz -o $@
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -I$(BUILD)/gen tests/fuzz/fuzz-fastpath.c tests/unit/dp_host.c $(CORE_SRCS) -lbpf -lelf -lz -o $@

@@ -24,11 +24,11 @@ $(BUILD)/tests/unit/test-cplane: $(BUILD)/obj/tests/unit/test-cplane.o $(BUILD)/
 	@mkdir -p $(dir $@)
 	$(CC) $(filter %.o,$^) $(CPLANE_LIB) $(CORE_LIB) -lcmocka $(PKG_LIBS) $(LDFLAGS) -o $@
 
-# test-fastpath: the kernel fast path's programs against core (libbpf and
-# the programs' skeleton; BPF_PROG_TEST_RUN needs root).
-$(BUILD)/obj/tests/unit/fp_diff.o: $(BPF_SKEL)
-$(BUILD)/obj/tests/unit/fp_diff.o: CFLAGS += -I$(BUILD)/gen
-$(BUILD)/tests/unit/test-fastpath: $(BUILD)/obj/tests/unit/test-fastpath.o $(BUILD)/obj/tests/unit/fp_diff.o $(UNIT_HELPERS) $(CORE_LIB)
+# test-fastpath: the kernel fast path's programs against core, frame by
+# frame (libbpf and the programs' skeleton; BPF_PROG_TEST_RUN needs root).
+$(BUILD)/obj/tests/unit/test-fastpath.o: $(BPF_SKEL)
+$(BUILD)/obj/tests/unit/test-fastpath.o: CFLAGS += -I$(BUILD)/gen
+$(BUILD)/tests/unit/test-fastpath: $(BUILD)/obj/tests/unit/test-fastpath.o $(UNIT_HELPERS) $(CORE_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(filter %.o,$^) $(CORE_LIB) -lcmocka -lbpf -lelf -lz $(LDFLAGS) -o $@
 
