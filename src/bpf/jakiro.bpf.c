@@ -218,6 +218,9 @@ static __always_inline unsigned parse_ipv4(struct __sk_buff *skb, struct pkt *p)
 	frag = jk_get16(ip->frag_off);
 	p->frag_off = (uint16_t)frag;
 	if (frag & JK_IP_FRAG_MASK) {          /* a later fragment: no L4 header */
+		/* ... but TCP's class all the same, as core classifies it. */
+		if (p->proto == JK_IPPROTO_TCP)
+			p->cls = JK_CLASS_TCP;
 		return JK_DROP_NONE;
 	}
 	if (p->proto == JK_IPPROTO_TCP) {
