@@ -637,10 +637,10 @@ int jk_conf_parse(json_t *root, struct jk_conf *c, char *err, size_t errlen)
 	    (r = get_string(root, "datapath", false, "(top level)", datapath, sizeof(datapath), err, errlen)) ||
 	    (r = get_etcd(root, &c->etcd, err, errlen)))
 		return r;
-	if (!datapath[0] || strcmp(datapath, "user") == 0)
+	if (!datapath[0] || strcmp(datapath, "ebpf") == 0)
+		c->datapath = JK_DATAPATH_EBPF;      /* the default: the kernel forwards (docs/fastpath.md) */
+	else if (strcmp(datapath, "user") == 0)
 		c->datapath = JK_DATAPATH_USER;
-	else if (strcmp(datapath, "ebpf") == 0)
-		c->datapath = JK_DATAPATH_EBPF;
 	else
 		return fail(err, errlen, "datapath: \"%s\": must be \"user\" or \"ebpf\"", datapath);
 	if (listen[0] && jk_parse_ipv4_port(listen, &c->metrics_ip, &c->metrics_port))

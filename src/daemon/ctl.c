@@ -146,6 +146,15 @@ static json_t *vnic_stats_json(const struct jk_vnic *v)
 	return o;
 }
 
+
+/* What the tenant's end is: jakirod's TAP (user datapath) or veth pair
+ * (kernel fast path), or a device it was given (a VM's TAP, any netdev). */
+static const char *vnic_device(const struct jakirod *d, const struct jk_vnic_conf *v)
+{
+	if (v->backend != JK_BACKEND_TAP)
+		return "existing";
+	return d->conf->datapath == JK_DATAPATH_EBPF ? "veth" : "tap";
+}
 static json_t *show_vnics(struct jakirod *d)
 {
 	json_t *a = json_array();
@@ -157,6 +166,7 @@ static json_t *show_vnics(struct jakirod *d)
 		if (!v)
 			continue;
 		o = jk_vnic_conf_json(&d->vnics[i].conf);
+		json_object_set_new(o, "device", json_string(vnic_device(d, &d->vnics[i].conf)));
 		json_object_set_new(o, "id", json_integer(i));
 		json_object_set_new(o, "vni", json_integer(v->cfg.vni));
 		json_object_set_new(o, "mtu", json_integer(v->cfg.mtu));

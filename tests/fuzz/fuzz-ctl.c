@@ -87,7 +87,7 @@ static void remove_state(void)
 }
 
 static const char base_conf[] =
-	"{\"host\": \"h1\", \"vtep\": \"172.30.0.1\","
+	"{\"host\": \"h1\", \"vtep\": \"172.30.0.1\", \"datapath\": \"user\","
 	" \"vpcs\": [{\"name\": \"blue\", \"vni\": 1001, \"subnet\": \"10.0.0.0/24\"},"
 	"            {\"name\": \"red\", \"vni\": 1002, \"subnet\": \"10.0.0.0/24\"}],"
 	" \"vnics\": [{\"name\": \"b1\", \"vpc\": \"blue\", \"ip\": \"10.0.0.1\", \"rate\": \"10mbit\"}],"
