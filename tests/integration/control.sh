@@ -114,4 +114,28 @@ fi
 sed 's/"10.0.0.1"/"10.0.0.x"/' "$cfg" > "$WORK/bad.json"
 out=$("$JAKIRO_BIN/jakirod" -c "$WORK/bad.json" 2>&1); rc=$?
 check "bad config: exit non-zero naming the field" sh -c "[ $rc -ne 0 ] && echo '$out' | grep -q 'vnics\[0\].ip'"
+
+# A host that cannot load the kernel fast path (here: without CAP_BPF and
+# CAP_SYS_ADMIN) refuses to start on it, saying why; it never falls back to
+# the user datapath.  The fast path is the default, so a config naming no
+# datapath must refuse too.
+if [ "$DATAPATH" = ebpf ]; then
+	fns=${LAB_PREFIX}-nobpf
+	ip netns add "$fns"; at_exit "ip netns del $fns"
+	ip -n "$fns" link set lo up
+	ip -n "$fns" link add ${LAB_PREFIX}nb type veth peer name ${LAB_PREFIX}nc
+	ip -n "$fns" addr add 172.31.9.1/24 dev ${LAB_PREFIX}nb
+	ip -n "$fns" link set ${LAB_PREFIX}nb up
+	python3 -c 'import json,sys
+c = json.load(open(sys.argv[1]))
+c.pop("datapath", None); c.pop("etcd", None); c.pop("metrics_listen", None)
+c.update(vtep="172.31.9.1", vnics=[], vlt=[], ctl_socket=sys.argv[2] + "/nobpf.sock", state_file=sys.argv[2] + "/nobpf.state.json")
+json.dump(c, open(sys.argv[2] + "/nobpf.json", "w"))' "$cfg" "$WORK"
+	out=$(timeout 20 nsenter --net=/run/netns/"$fns" setpriv --inh-caps=-bpf,-sys_admin,-perfmon \
+		--bounding-set=-bpf,-sys_admin,-perfmon "$JAKIRO_BIN/jakirod" -c "$WORK/nobpf.json" 2>&1); rc=$?
+	check "no BPF allowed: the default (ebpf) refuses to start, naming the kernel's reason" \
+		sh -c "[ $rc -ne 0 ] && [ $rc -ne 124 ] && printf '%s' \"\$1\" | grep -q 'datapath: ebpf: .*Operation not permitted'" _ "$out"
+	check "no BPF allowed: nothing fell back to the user datapath" sh -c "! printf '%s' \"\$1\" | grep -q 'user datapath'" _ "$out"
+	check "no BPF allowed: nothing left behind" sh -c "! ip -n $fns link show jk-vxlan && [ ! -e $WORK/nobpf.sock ]"
+fi
 exit $FAILED
