@@ -14,7 +14,7 @@
 #   - genuine ACK-sized control still passes;
 #   - fragmented RoCEv2 (which would skip the RCFT and the RDMA class) is
 #     dropped and counted (roce_frag);
-#   - RC flow table exhaustion: SEND_ONLY to 20,000 new QPNs fills only the
+#   - RC flow table exhaustion: SEND_ONLY to 131,072 new QPNs (twice the table) from two CPUs fills exactly the
 #     tenant's own qp_quota (default 256); a tenant of another VPC on the
 #     same host still connects its QPs; quotas that would add up to more
 #     than the table are refused, naming the field;
@@ -76,7 +76,8 @@ check "vnic add evil (afpacket on a VM's TAP)" \
 echo "arp 2 02:00:00:00:e0:01 10.0.0.3 10.0.0.1 1000 3000" >&7
 echo "arp 1 02:00:00:00:e0:01 10.0.0.3 10.0.0.1 1000 3000" >&7
 echo "arp 2 02:00:00:00:e0:01 10.0.0.3 10.0.0.2 65520 65600" >&7
-wait_until 10 test "$(grep -c wrote "$WORK/evil.out")" -ge 3 || not_ok "the kernel takes the three writes" "$(cat "$WORK/evil.out")"
+evil_wrote() { test "$(grep -c wrote "$WORK/evil.out")" -ge 3; }   # counted anew on each try
+wait_until 10 evil_wrote || not_ok "the kernel takes the three writes" "$(cat "$WORK/evil.out")"
 vgso() { test "$(vdrop h1 evil vnet_gso)" -ge "$1"; }
 wait_until 10 vgso 3
 check "ARP with a GSO request: the three dropped and counted (vnet_gso): $(vdrop h1 evil vnet_gso)" vgso 3
@@ -152,12 +153,18 @@ check "ACK-sized control passes" test "$(( $(rx_bytes h2 a2) - before ))" -gt 0
 before=$(vdrop h1 a1 roce_frag)
 blast a1 10.0.0.2 3000 0x0a 0.3 nodf > /dev/null
 check "fragmented RoCEv2 dropped and counted (roce_frag)" test "$(vdrop h1 a1 roce_frag)" -gt "$before"
-# 4. RC flow table exhaustion: SEND_ONLY to 20,000 new destination QPNs.
-lab exec a1 -- python3 - 10.0.0.2 <<'PY'
+# 4. RC flow table exhaustion: SEND_ONLY to 131,072 new destination QPNs
+# (twice the table's 65,536 entries), from two senders pinned to the two
+# CPUs at once, so that both CPUs admit a1's new QPs together (on the fast
+# path the program runs in each sender's softirq): the quota must hold
+# exactly, neither exceeded nor leaking a slot.
+flood_qpns() {   # CPU FIRST COUNT
+	lab exec a1 -- taskset -c "$1" python3 - 10.0.0.2 "$2" "$3" <<'PY'
 import socket, sys
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 s.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, 2)
-for qpn in range(1, 20001):
+first, count = int(sys.argv[2]), int(sys.argv[3])
+for qpn in range(first, first + count):
     bth = bytes([0x04, 0, 0xff, 0xff, 0]) + qpn.to_bytes(3, "big") + bytes(4)
     while True:
         try:
@@ -165,11 +172,16 @@ for qpn in range(1, 20001):
         except BlockingIOError:
             pass
 PY
+}
+last_cpu=$(( $(nproc) > 1 ? 1 : 0 ))
+flood_qpns 0 1 65536 & f0=$!
+flood_qpns "$last_cpu" 65537 65536 & f1=$!
+wait $f0 $f1
 live=$(lab ctl h1 -- --json show rcft |
 	python3 -c "import json,sys; print([v['live'] for v in json.load(sys.stdin)['vnics'] if v['vnic'] == 'a1'][0])")
-echo "# a1 holds $live RC flows after 20000 new QPNs"
-check "a tenant fills only its own qp_quota (256 RC flows)" test "$live" -le 256
-check "... the rest dropped and counted (qp_quota)" test "$(vdrop h1 a1 qp_quota)" -gt 10000
+echo "# a1 holds $live RC flows after 131072 new QPNs from two CPUs"
+check "a tenant fills exactly its own qp_quota (256 RC flows), from two CPUs at once: $live" test "$live" -eq 256
+check "... the rest dropped and counted (qp_quota)" test "$(vdrop h1 a1 qp_quota)" -gt 100000
 lab_bg exec r2 -- timeout 60 "$JAKIRO_BIN/jk_rc_pingpong" -d eth0 -n 50 > "$WORK/pp.srv" 2>&1
 srv=$!
 wait_listen r2 18515 || not_ok "jk_rc_pingpong server listens in r2"
