@@ -163,17 +163,32 @@ static void release_held(struct jk_worker *w)
 
 /* ---- input ------------------------------------------------------------------ */
 
+/* How many frames of a vNIC the next round reads: JK_ROUND_SEGS' worth at
+ * the segments per frame this round's frames stood for (1..JK_BATCH).  A
+ * new vNIC in a slot starts from its predecessor's figure, corrected after
+ * one round. */
+static uint8_t frames_for_round(unsigned frames, unsigned segs)
+{
+	unsigned n = segs > frames ? JK_ROUND_SEGS * frames / segs : JK_BATCH;
+
+	return (uint8_t)(n < 1 ? 1 : n > JK_BATCH ? JK_BATCH : n);
+}
+
 static void on_vnic(struct jk_worker *w, uint16_t id)
 {
 	struct jakirod *d = w->d;
 	struct jk_pkt *pkts[JK_BATCH];
-	unsigned n = pool_get(d, pkts, JK_BATCH), got;
+	unsigned want = w->vnic_frames[id] ? w->vnic_frames[id] : JK_BATCH;
+	unsigned n = pool_get(d, pkts, want), got, segs = 0;
 
 	got = jk_port_recv(&d->vnics[id].port, w->idx, pkts, n);
 	pool_put_many(d, pkts + got, n - got);
 	if (got) {
 		pthread_mutex_lock(&d->dp_lock);
 		jk_dp_egress(d->dp, id, pkts, got, jk_now_ns());
+		for (unsigned i = 0; i < got; i++)   /* sent now or, if held, later: work either way */
+			segs += pkts[i]->off.segs ? pkts[i]->off.segs : 1;
+		w->vnic_frames[id] = frames_for_round(got, segs);
 		got = own_packets(pkts, got);
 		pthread_mutex_unlock(&d->dp_lock);
 		dispatch(w, pkts, got);
