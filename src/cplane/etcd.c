@@ -2,11 +2,14 @@
 #include "cplane/etcd.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "cplane/b64.h"
 
@@ -87,19 +90,29 @@ void jk_etcd_set_auth(struct jk_etcd *e, const struct jk_etcd_auth *a)
 int jk_etcd_read_password(const char *path, const char *field, char out[JK_ETCD_PASSWORD_MAX], char *err,
 			  size_t errlen)
 {
-	FILE *f = fopen(path, "r");
-	size_t n;
+	/* Non-blocking and regular files only: a FIFO or a device named
+	 * here must not stall the daemon's start. */
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	struct stat st;
+	ssize_t n;
+	size_t len;
 
-	if (!f)
+	if (fd < 0)
 		return fail(err, errlen, -errno, "%s: %s: %s", field, path, strerror(errno));
-	if (!fgets(out, JK_ETCD_PASSWORD_MAX, f))
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return fail(err, errlen, -EINVAL, "%s: %s: not a regular file", field, path);
+	}
+	n = read(fd, out, JK_ETCD_PASSWORD_MAX - 1);
+	close(fd);
+	out[n > 0 ? n : 0] = '\0';
+	len = strcspn(out, "\r\n");
+	if (n < 0 || len == 0 || (len == (size_t)n && n == JK_ETCD_PASSWORD_MAX - 1) || memchr(out, '\0', len)) {
 		out[0] = '\0';
-	fclose(f);
-	n = strcspn(out, "\r\n");
-	out[n] = '\0';
-	if (n == 0 || n >= JK_ETCD_PASSWORD_MAX - 1)
 		return fail(err, errlen, -EINVAL, "%s: %s: the first line must hold the password (1-%d characters)",
 			    field, path, JK_ETCD_PASSWORD_MAX - 2);
+	}
+	out[len] = '\0';
 	return 0;
 }
 

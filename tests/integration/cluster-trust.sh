@@ -57,10 +57,10 @@ if os.path.isdir(pki):       # a tree without TLS: the same requests, unauthenti
     ctx.load_cert_chain(pki + who + ".pem", pki + who + "-key.pem")
     auth = {"name": who, "password": open(pki + who + ".password").readline().strip()}
     r = urllib.request.urlopen(urllib.request.Request(url + "/v3/auth/authenticate", json.dumps(auth).encode(), h),
-                               context=ctx, timeout=3)
+                               context=ctx, timeout=10)
     h["Authorization"] = json.load(r)["token"]
 try:
-    r = urllib.request.urlopen(urllib.request.Request(url + path, body.encode(), h), context=ctx, timeout=3)
+    r = urllib.request.urlopen(urllib.request.Request(url + path, body.encode(), h), context=ctx, timeout=10)
     print(r.read().decode())
 except urllib.error.HTTPError as e:
     print(e.read().decode())
@@ -159,7 +159,7 @@ check "(c) the control role may not publish VLT entries" \
 no_cert() {
 	! ip netns exec "$P-etcd" python3 -c "import ssl, urllib.request
 ctx = ssl.create_default_context(cafile='$PKI/ca.pem')
-urllib.request.urlopen(urllib.request.Request('https://172.30.0.250:2379/v3/kv/range', b'{}'), context=ctx, timeout=3)"
+urllib.request.urlopen(urllib.request.Request('https://172.30.0.250:2379/v3/kv/range', b'{}'), context=ctx, timeout=10)"
 }
 check "a client with no certificate is refused by etcd's TLS" no_cert
 

@@ -56,9 +56,9 @@ ctx = ssl.create_default_context(cafile=pki + 'ca.pem')
 ctx.load_cert_chain(pki + 'root.pem', pki + 'root-key.pem')
 url = 'https://172.30.0.250:2379'
 auth = {'name': 'root', 'password': open(pki + 'root.password').readline().strip()}
-r = urllib.request.urlopen(urllib.request.Request(url + '/v3/auth/authenticate', json.dumps(auth).encode()), context=ctx, timeout=3)
+r = urllib.request.urlopen(urllib.request.Request(url + '/v3/auth/authenticate', json.dumps(auth).encode()), context=ctx, timeout=10)
 h = {'Authorization': json.load(r)['token']}
-r = urllib.request.urlopen(urllib.request.Request(url + sys.argv[1], sys.argv[2].encode(), h), context=ctx, timeout=3)
+r = urllib.request.urlopen(urllib.request.Request(url + sys.argv[1], sys.argv[2].encode(), h), context=ctx, timeout=10)
 print(r.read().decode())" "$1" "$2"
 }
 
