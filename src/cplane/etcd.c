@@ -219,6 +219,14 @@ static int authenticate(struct jk_etcd *e, char *err, size_t errlen)
 		return fail(err, errlen, -ENOMEM, "etcd: cannot encode the request");
 	r = call_once(e, "/v3/auth/authenticate", body, &reply, &code, err, errlen);
 	free(body);
+	if (r == -EACCES || r == -EPROTO) {
+		/* A wrong user or password is an answer, not an outage. */
+		char sub[JK_ETCD_VAL_MAX];
+
+		snprintf(sub, sizeof(sub), "%s", err);
+		return fail(err, errlen, -EACCES, "etcd: authenticating as user %s refused (%.200s)", e->auth.user,
+			    sub);
+	}
 	if (r)
 		return r;
 	tok = json_string_value(json_object_get(reply, "token"));

@@ -71,6 +71,7 @@ struct learned {
 struct host_cache {
 	char name[JK_KEY_NAME_MAX];     /* "": free */
 	struct jk_host_rec rec;
+	int64_t checked_lease;          /* the entry lease it was last read again for */
 };
 
 struct policy_req {
@@ -631,10 +632,16 @@ static void vlt_put(struct jk_cplane *cp, const struct jk_key *k, const char *ke
 	if (!vpc)
 		return;
 	why = jk_vlt_check(k, val, m->lease, vpc->subnet, vpc->prefix_len, rec, &v);
-	if (why == JK_VLT_NO_HOST || why == JK_VLT_LEASE || why == JK_VLT_VTEP) {
+	if ((why == JK_VLT_NO_HOST || why == JK_VLT_LEASE || why == JK_VLT_VTEP) &&
+	    (!h || h->checked_lease != m->lease)) {
 		/* The host may have a new lease since we read its record
-		 * (a restart): read it once more before refusing. */
+		 * (a restart): read it once more before refusing -- once per
+		 * lease an entry names, so entries that keep disagreeing
+		 * cost no request each. */
 		rec = host_fetch(cp, k->name);
+		h = host_slot(cp, k->name, false);
+		if (h)
+			h->checked_lease = m->lease;
 		why = jk_vlt_check(k, val, m->lease, vpc->subnet, vpc->prefix_len, rec, &v);
 	}
 	/* An address two hosts claim is the older claim's, for everyone;
