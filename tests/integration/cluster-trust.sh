@@ -163,6 +163,16 @@ urllib.request.urlopen(urllib.request.Request('https://172.30.0.250:2379/v3/kv/r
 }
 check "a client with no certificate is refused by etcd's TLS" no_cert
 
+# -- a jakirod with a valid certificate and a wrong password ------------------------------
+echo wrong > "$WORK/wrong.password"
+python3 -c "import json, sys
+c = json.load(open('$PKI/h3.etcd.json')); c['password_file'] = '$WORK/wrong.password'
+print(json.dumps({'host': 'h3', 'vtep': '172.30.0.250', 'ctl_socket': '$WORK/bad.sock', 'state_file': '$WORK/bad.state',
+                  'vpcs': [], 'vnics': [], 'etcd': c}))" > "$WORK/badpw.json"
+ip netns exec "$P-etcd" timeout 20 "$JAKIRO_BIN/jakirod" -c "$WORK/badpw.json" > "$WORK/badpw.out" 2>&1; rc=$?
+check "a jakirod whose password etcd refuses stops at start (exit 1)" test "$rc" -eq 1
+check "... saying so" grep -q "authenticating as user h3 refused" "$WORK/badpw.out"
+
 # -- after all of it --------------------------------------------------------------------
 check "blue1 reaches blue2 after all the attacks" lab exec blue1 -- ping -c 2 -W 2 10.0.0.2
 check "green1 reaches green2" lab exec green1 -- ping -c 2 -W 2 10.0.0.2
