@@ -604,12 +604,18 @@ static const struct jk_host_rec *host_fetch(struct jk_cplane *cp, const char *na
 static void refusal_log(struct jk_cplane *cp, enum jk_vlt_verdict why, const char *key)
 {
 	uint64_t now = jk_now_ns();
+	char shown[JK_ETCD_KEY_MAX];
+	size_t i;
 
 	if (now - cp->last_refusal_log_ns < CP_LOG_EVERY_NS) {
 		cp->refusals_unlogged++;
 		return;
 	}
-	fprintf(stderr, "jakirod: etcd entry %s refused (%s)", key, jk_vlt_verdict_name[why]);
+	/* The key is a stranger's bytes: printable ASCII only in our log. */
+	for (i = 0; key[i] && i < sizeof(shown) - 1; i++)
+		shown[i] = key[i] >= 0x20 && key[i] < 0x7f ? key[i] : '?';
+	shown[i] = '\0';
+	fprintf(stderr, "jakirod: etcd entry %s refused (%s)", shown, jk_vlt_verdict_name[why]);
 	if (cp->refusals_unlogged)
 		fprintf(stderr, "; %" PRIu64 " more refused, not logged", cp->refusals_unlogged);
 	fputc('\n', stderr);
