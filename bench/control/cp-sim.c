@@ -116,7 +116,7 @@ static void *publish(void *arg)
 		snprintf(v.host, sizeof(v.host), "sim%u", k % n_watchers);
 		snprintf(v.vnic, sizeof(v.vnic), "v%u", k);
 		jk_vlt_value_format(&v, val);
-		jk_key_vlt(PREFIX, vni, 0x0a000000 | k, key);
+		jk_key_vlt(PREFIX, vni, v.host, 0x0a000000 | k, key);
 		__atomic_store_n(&put_ns[k], now_ns(), __ATOMIC_RELEASE);
 		if (jk_etcd_claim(&e, key, val, leases[k % n_watchers], holder, err, sizeof(err)))
 			fprintf(stderr, "cp-sim: claim %s: %s\n", key, err);
@@ -191,12 +191,15 @@ int main(int argc, char **argv)
 	w = calloc(n_watchers, sizeof(*w));
 	m = curl_multi_init();
 	curl_multi_setopt(m, CURLMOPT_MAXCONNECTS, (long)n_watchers + 16);
-	for (unsigned i = 0; i < n_watchers; i++) {
-		char url[128];
+	struct jk_etcd conn;
 
-		snprintf(url, sizeof(url), "%s%s", strstr(endpoint, "://") ? "" : "http://", endpoint);
+	if (jk_etcd_init(&conn, endpoint, 5000, err, sizeof(err))) {
+		fprintf(stderr, "cp-sim: %s\n", err);
+		return 1;
+	}
+	for (unsigned i = 0; i < n_watchers; i++) {
 		snprintf(prefix, sizeof(prefix), PREFIX "/vni/%u/", 1 + i % n_vnis);
-		if (jk_etcd_watch_start(&w[i], m, url, prefix, 0, on_msg, NULL, err, sizeof(err))) {
+		if (jk_etcd_watch_start(&w[i], m, &conn, prefix, 0, on_msg, NULL, err, sizeof(err))) {
 			fprintf(stderr, "cp-sim: %s\n", err);
 			return 1;
 		}

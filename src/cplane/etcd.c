@@ -2,11 +2,14 @@
 #include "cplane/etcd.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "cplane/b64.h"
 
@@ -78,6 +81,53 @@ int jk_etcd_init(struct jk_etcd *e, const char *endpoint, long timeout_ms, char 
 	return 0;
 }
 
+void jk_etcd_set_auth(struct jk_etcd *e, const struct jk_etcd_auth *a)
+{
+	e->auth = *a;
+	e->token[0] = '\0';
+}
+
+int jk_etcd_read_password(const char *path, const char *field, char out[JK_ETCD_PASSWORD_MAX], char *err,
+			  size_t errlen)
+{
+	/* Non-blocking and regular files only: a FIFO or a device named
+	 * here must not stall the daemon's start. */
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	struct stat st;
+	ssize_t n;
+	size_t len;
+
+	if (fd < 0)
+		return fail(err, errlen, -errno, "%s: %s: %s", field, path, strerror(errno));
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return fail(err, errlen, -EINVAL, "%s: %s: not a regular file", field, path);
+	}
+	n = read(fd, out, JK_ETCD_PASSWORD_MAX - 1);
+	close(fd);
+	out[n > 0 ? n : 0] = '\0';
+	len = strcspn(out, "\r\n");
+	if (n < 0 || len == 0 || (len == (size_t)n && n == JK_ETCD_PASSWORD_MAX - 1) || memchr(out, '\0', len)) {
+		out[0] = '\0';
+		return fail(err, errlen, -EINVAL, "%s: %s: the first line must hold the password (1-%d characters)",
+			    field, path, JK_ETCD_PASSWORD_MAX - 2);
+	}
+	out[len] = '\0';
+	return 0;
+}
+
+/* TLS options of one handle: server checked against auth->ca, our
+ * certificate offered when there is one. */
+static void set_tls(CURL *c, const struct jk_etcd_auth *a)
+{
+	if (a->ca[0])
+		curl_easy_setopt(c, CURLOPT_CAINFO, a->ca);
+	if (a->cert[0]) {
+		curl_easy_setopt(c, CURLOPT_SSLCERT, a->cert);
+		curl_easy_setopt(c, CURLOPT_SSLKEY, a->key);
+	}
+}
+
 void jk_etcd_fini(struct jk_etcd *e)
 {
 	if (e->curl)
@@ -96,23 +146,36 @@ int64_t jk_etcd_int(const json_t *v)
 	return 0;
 }
 
-int jk_etcd_call(struct jk_etcd *e, const char *path, json_t *req, json_t **reply, char *err, size_t errlen)
+/* etcd's gRPC code for an unknown or expired token (Unauthenticated). */
+#define ETCD_CODE_UNAUTHENTICATED 16
+
+/* One POST.  *code: the gRPC code of etcd's error reply (0 if none). */
+static int call_once(struct jk_etcd *e, const char *path, const char *body, json_t **reply, int *code, char *err,
+		     size_t errlen)
 {
-	char url[JK_ETCD_URL_MAX + 64], *body = json_dumps(req, JSON_COMPACT);
+	char url[JK_ETCD_URL_MAX + 64], auth[JK_ETCD_TOKEN_MAX + 32];
+	struct curl_slist *headers = NULL;
 	json_error_t jerr;
 	long status = 0;
 	CURLcode c;
 	json_t *r;
 
-	json_decref(req);
 	*reply = NULL;
-	if (!body)
-		return fail(err, errlen, -ENOMEM, "etcd: cannot encode the request");
+	*code = 0;
 	snprintf(url, sizeof(url), "%s%s", e->url, path);
+	if (e->token[0] && strcmp(path, "/v3/auth/authenticate") != 0) {
+		snprintf(auth, sizeof(auth), "Authorization: %s", e->token);
+		headers = curl_slist_append(NULL, "Content-Type: application/json");
+		if (!headers || !curl_slist_append(headers, auth)) {
+			curl_slist_free_all(headers);
+			return fail(err, errlen, -ENOMEM, "etcd: out of memory");
+		}
+	}
 	e->len = 0;
 	curl_easy_reset(e->curl);
 	curl_easy_setopt(e->curl, CURLOPT_URL, url);
-	curl_easy_setopt(e->curl, CURLOPT_HTTPHEADER, e->headers);
+	curl_easy_setopt(e->curl, CURLOPT_HTTPHEADER, headers ? headers : e->headers);
+	set_tls(e->curl, &e->auth);
 	curl_easy_setopt(e->curl, CURLOPT_POSTFIELDS, body);
 	curl_easy_setopt(e->curl, CURLOPT_WRITEFUNCTION, on_reply_bytes);
 	curl_easy_setopt(e->curl, CURLOPT_WRITEDATA, e);
@@ -121,7 +184,7 @@ int jk_etcd_call(struct jk_etcd *e, const char *path, json_t *req, json_t **repl
 	curl_easy_setopt(e->curl, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(e->curl, CURLOPT_PROTOCOLS_STR, "http,https");
 	c = curl_easy_perform(e->curl);
-	free(body);
+	curl_slist_free_all(headers);
 	if (c != CURLE_OK)
 		return fail(err, errlen, -EIO, "etcd %s: %s", e->url, curl_easy_strerror(c));
 	curl_easy_getinfo(e->curl, CURLINFO_RESPONSE_CODE, &status);
@@ -132,14 +195,72 @@ int jk_etcd_call(struct jk_etcd *e, const char *path, json_t *req, json_t **repl
 	}
 	if (status != 200) {
 		const char *msg = json_string_value(json_object_get(r, "message"));
+		int rc = status == 403 || status == 401 ? -EACCES : -EPROTO;
 
-		fail(err, errlen, -EPROTO, "etcd %s%s: HTTP %ld: %s", e->url, path, status, msg ? msg : "(no message)");
+		*code = (int)jk_etcd_int(json_object_get(r, "code"));
+		fail(err, errlen, rc, "etcd %s%s: HTTP %ld: %s", e->url, path, status, msg ? msg : "(no message)");
 		json_decref(r);
-		return -EPROTO;
+		return rc;
 	}
 	e->revision = jk_etcd_int(json_object_get(json_object_get(r, "header"), "revision"));
 	*reply = r;
 	return 0;
+}
+
+static int authenticate(struct jk_etcd *e, char *err, size_t errlen)
+{
+	json_t *req = json_pack("{s:s, s:s}", "name", e->auth.user, "password", e->auth.password), *reply;
+	char *body = json_dumps(req, JSON_COMPACT);
+	const char *tok;
+	int code, r;
+
+	json_decref(req);
+	if (!body)
+		return fail(err, errlen, -ENOMEM, "etcd: cannot encode the request");
+	r = call_once(e, "/v3/auth/authenticate", body, &reply, &code, err, errlen);
+	free(body);
+	if (r == -EACCES || r == -EPROTO) {
+		/* A wrong user or password is an answer, not an outage. */
+		char sub[JK_ETCD_VAL_MAX];
+
+		snprintf(sub, sizeof(sub), "%s", err);
+		return fail(err, errlen, -EACCES, "etcd: authenticating as user %s refused (%.200s)", e->auth.user,
+			    sub);
+	}
+	if (r)
+		return r;
+	tok = json_string_value(json_object_get(reply, "token"));
+	if (!tok || strlen(tok) >= sizeof(e->token)) {
+		json_decref(reply);
+		return fail(err, errlen, -EPROTO, "etcd %s: authenticate as %s: no token in the reply", e->url,
+			    e->auth.user);
+	}
+	snprintf(e->token, sizeof(e->token), "%s", tok);
+	json_decref(reply);
+	return 0;
+}
+
+int jk_etcd_call(struct jk_etcd *e, const char *path, json_t *req, json_t **reply, char *err, size_t errlen)
+{
+	char *body = json_dumps(req, JSON_COMPACT);
+	int code = 0, r;
+
+	json_decref(req);
+	*reply = NULL;
+	if (!body)
+		return fail(err, errlen, -ENOMEM, "etcd: cannot encode the request");
+	r = e->auth.user[0] && !e->token[0] ? authenticate(e, err, errlen) : 0;
+	if (r == 0)
+		r = call_once(e, path, body, reply, &code, err, errlen);
+	if (r == -EACCES && code == ETCD_CODE_UNAUTHENTICATED && e->auth.user[0]) {
+		/* Our token expired (etcd's simple tokens live 5 min unused). */
+		e->token[0] = '\0';
+		r = authenticate(e, err, errlen);
+		if (r == 0)
+			r = call_once(e, path, body, reply, &code, err, errlen);
+	}
+	free(body);
+	return r;
 }
 
 json_t *jk_etcd_b64(const char *s)
@@ -183,6 +304,13 @@ int jk_etcd_kv(const json_t *kv, char key[JK_ETCD_KEY_MAX], char val[JK_ETCD_VAL
 	return 0;
 }
 
+void jk_etcd_kv_meta(const json_t *kv, struct jk_etcd_kv_meta *m)
+{
+	m->lease = jk_etcd_int(json_object_get(kv, "lease"));
+	m->create_revision = jk_etcd_int(json_object_get(kv, "create_revision"));
+	m->mod_revision = jk_etcd_int(json_object_get(kv, "mod_revision"));
+}
+
 void jk_etcd_prefix_end(const char *prefix, char end[JK_ETCD_KEY_MAX])
 {
 	size_t n;
@@ -217,6 +345,49 @@ int jk_etcd_range_prefix(struct jk_etcd *e, const char *prefix, json_t **kvs, in
 		return fail(err, errlen, -EPROTO, "etcd range %s: \"kvs\" is not an array", prefix);
 	}
 	return 0;
+}
+
+int jk_etcd_range_keys(struct jk_etcd *e, const char *prefix, json_t **kvs, char *err, size_t errlen)
+{
+	char end[JK_ETCD_KEY_MAX];
+	json_t *reply;
+	int r;
+
+	jk_etcd_prefix_end(prefix, end);
+	r = jk_etcd_call(e, "/v3/kv/range",
+			 json_pack("{s:o, s:o, s:b}", "key", jk_etcd_b64(prefix), "range_end", jk_etcd_b64(end),
+				   "keys_only", 1),
+			 &reply, err, errlen);
+	if (r)
+		return r;
+	*kvs = json_incref(json_object_get(reply, "kvs"));
+	if (!*kvs)
+		*kvs = json_array();
+	json_decref(reply);
+	if (!json_is_array(*kvs)) {
+		json_decref(*kvs);
+		return fail(err, errlen, -EPROTO, "etcd range %s: \"kvs\" is not an array", prefix);
+	}
+	return 0;
+}
+
+int jk_etcd_get_kv(struct jk_etcd *e, const char *key, char val[JK_ETCD_VAL_MAX], struct jk_etcd_kv_meta *m,
+		   bool *found, char *err, size_t errlen)
+{
+	char k[JK_ETCD_KEY_MAX];
+	json_t *reply, *kv;
+	int r = jk_etcd_call(e, "/v3/kv/range", json_pack("{s:o}", "key", jk_etcd_b64(key)), &reply, err, errlen);
+
+	if (r)
+		return r;
+	kv = json_array_get(json_object_get(reply, "kvs"), 0);
+	*found = kv != NULL;
+	memset(m, 0, sizeof(*m));
+	r = kv && jk_etcd_kv(kv, k, val, NULL) ? fail(err, errlen, -EPROTO, "etcd get %s: bad kv", key) : 0;
+	if (kv)
+		jk_etcd_kv_meta(kv, m);
+	json_decref(reply);
+	return r;
 }
 
 int jk_etcd_get(struct jk_etcd *e, const char *key, char val[JK_ETCD_VAL_MAX], bool *found, char *err,
@@ -405,10 +576,10 @@ static size_t on_watch_bytes(char *p, size_t size, size_t n, void *arg)
 	return jk_etcd_watch_feed(arg, p, size * n) ? 0 : size * n;
 }
 
-int jk_etcd_watch_start(struct jk_etcd_watch *w, CURLM *m, const char *url, const char *prefix,
+int jk_etcd_watch_start(struct jk_etcd_watch *w, CURLM *m, const struct jk_etcd *conn, const char *prefix,
 			int64_t start_revision, jk_etcd_watch_fn fn, void *arg, char *err, size_t errlen)
 {
-	char end[JK_ETCD_KEY_MAX], full[JK_ETCD_URL_MAX + 16], rev[24];
+	char end[JK_ETCD_KEY_MAX], full[JK_ETCD_URL_MAX + 16], rev[24], auth[JK_ETCD_TOKEN_MAX + 32];
 	json_t *req;
 
 	memset(w, 0, sizeof(*w));
@@ -419,14 +590,21 @@ int jk_etcd_watch_start(struct jk_etcd_watch *w, CURLM *m, const char *url, cons
 	w->body = json_dumps(req, JSON_COMPACT);
 	json_decref(req);
 	w->curl = curl_easy_init();
-	if (!w->body || !w->curl) {
+	if (conn->token[0]) {
+		snprintf(auth, sizeof(auth), "Authorization: %s", conn->token);
+		w->headers = curl_slist_append(NULL, auth);
+	}
+	if (!w->body || !w->curl || (conn->token[0] && !w->headers)) {
 		jk_etcd_watch_stop(w, NULL);
 		return fail(err, errlen, -ENOMEM, "etcd watch %s: out of memory", prefix);
 	}
 	w->fn = fn;
 	w->arg = arg;
-	snprintf(full, sizeof(full), "%s/v3/watch", url);
+	snprintf(full, sizeof(full), "%s/v3/watch", conn->url);
 	curl_easy_setopt(w->curl, CURLOPT_URL, full);
+	if (w->headers)
+		curl_easy_setopt(w->curl, CURLOPT_HTTPHEADER, w->headers);
+	set_tls(w->curl, &conn->auth);
 	curl_easy_setopt(w->curl, CURLOPT_POSTFIELDS, w->body);
 	curl_easy_setopt(w->curl, CURLOPT_WRITEFUNCTION, on_watch_bytes);
 	curl_easy_setopt(w->curl, CURLOPT_WRITEDATA, w);
@@ -449,6 +627,7 @@ void jk_etcd_watch_stop(struct jk_etcd_watch *w, CURLM *m)
 			curl_multi_remove_handle(m, w->curl);
 		curl_easy_cleanup(w->curl);
 	}
+	curl_slist_free_all(w->headers);
 	free(w->body);
 	free(w->buf);
 	memset(w, 0, sizeof(*w));

@@ -12,7 +12,9 @@
  *   -EIO      etcd unreachable, timed out, or the reply was cut;
  *   -EPROTO   a reply that is not what the API promises (err: etcd's own
  *             message when it sent one);
- *   -EEXIST   jk_etcd_claim: the key holds another value.
+ *   -EEXIST   jk_etcd_claim: the key holds another value;
+ *   -EACCES   etcd refused: permission denied (our role may not write
+ *             there), or our user/password was refused.
  * Not thread-safe: one struct jk_etcd per thread.
  */
 #ifndef JK_ETCD_H
@@ -28,10 +30,32 @@
 #define JK_ETCD_KEY_MAX 256
 #define JK_ETCD_VAL_MAX 1024
 #define JK_ETCD_REPLY_MAX (64u << 20)   /* a range of the whole cluster fits */
+#define JK_ETCD_PATH_MAX 256
+#define JK_ETCD_USER_MAX 64
+#define JK_ETCD_PASSWORD_MAX 128
+#define JK_ETCD_TOKEN_MAX 256
+
+/* Who we are to etcd (docs/cluster.md, "Trust").  Every field may be "".
+ *   ca          the CA that signed etcd's server certificate (https);
+ *   cert, key   our client certificate and its key (etcd --client-cert-auth);
+ *   user, password  an etcd user: each request carries the token that
+ *               /v3/auth/authenticate gives for them.  Through the JSON
+ *               gateway etcd 3.4 takes the user from the password only
+ *               (a client certificate with a CN is refused there), so the
+ *               certificate proves "one of ours", the user says who. */
+struct jk_etcd_auth {
+	char ca[JK_ETCD_PATH_MAX];
+	char cert[JK_ETCD_PATH_MAX];
+	char key[JK_ETCD_PATH_MAX];
+	char user[JK_ETCD_USER_MAX];
+	char password[JK_ETCD_PASSWORD_MAX];
+};
 
 struct jk_etcd {
 	CURL *curl;
 	struct curl_slist *headers;
+	struct jk_etcd_auth auth;
+	char token[JK_ETCD_TOKEN_MAX];   /* "" until authenticated */
 	char url[JK_ETCD_URL_MAX];       /* "http://host:port", no trailing slash */
 	long timeout_ms;
 	char *buf;                       /* the reply being read */
@@ -39,8 +63,15 @@ struct jk_etcd {
 	int64_t revision;                /* the store's revision in the last reply */
 };
 
-/* endpoint: "http://HOST:PORT" (or "HOST:PORT"). */
+/* endpoint: "http://HOST:PORT", "https://HOST:PORT" (or "HOST:PORT"). */
 int jk_etcd_init(struct jk_etcd *e, const char *endpoint, long timeout_ms, char *err, size_t errlen);
+/* Credentials for every later request (copied).  The token is fetched at
+ * the first request and again when etcd says it is no longer valid. */
+void jk_etcd_set_auth(struct jk_etcd *e, const struct jk_etcd_auth *a);
+/* Reads a password file: its first line, without the newline.  0 or
+ * -errno with err naming `field`. */
+int jk_etcd_read_password(const char *path, const char *field, char out[JK_ETCD_PASSWORD_MAX], char *err,
+			  size_t errlen);
 void jk_etcd_fini(struct jk_etcd *e);
 
 /* POSTs `req` (taken over) to `path` ("/v3/kv/range"); on 0 *reply is
@@ -52,6 +83,12 @@ json_t *jk_etcd_b64(const char *s);        /* a key or value, as a JSON string *
 int64_t jk_etcd_int(const json_t *v);      /* int64s come as strings; absent = 0 */
 /* The key and value of a "kv" object, NUL-terminated.  0 or -EPROTO. */
 int jk_etcd_kv(const json_t *kv, char key[JK_ETCD_KEY_MAX], char val[JK_ETCD_VAL_MAX], int64_t *mod_revision);
+/* What etcd says of a kv besides its key and value: absent fields are 0
+ * (a key under no lease has lease 0). */
+struct jk_etcd_kv_meta {
+	int64_t lease, create_revision, mod_revision;
+};
+void jk_etcd_kv_meta(const json_t *kv, struct jk_etcd_kv_meta *m);
 /* The end of the range of keys starting with `prefix` (its last byte + 1). */
 void jk_etcd_prefix_end(const char *prefix, char end[JK_ETCD_KEY_MAX]);
 
@@ -60,6 +97,11 @@ void jk_etcd_prefix_end(const char *prefix, char end[JK_ETCD_KEY_MAX]);
  * reference, may be empty), *revision the store's revision it reflects. */
 int jk_etcd_range_prefix(struct jk_etcd *e, const char *prefix, json_t **kvs, int64_t *revision, char *err,
 			 size_t errlen);
+/* The same, keys and their metadata only (no values). */
+int jk_etcd_range_keys(struct jk_etcd *e, const char *prefix, json_t **kvs, char *err, size_t errlen);
+/* A key's value and metadata; *found false when it does not exist. */
+int jk_etcd_get_kv(struct jk_etcd *e, const char *key, char val[JK_ETCD_VAL_MAX], struct jk_etcd_kv_meta *m,
+		   bool *found, char *err, size_t errlen);
 int jk_etcd_get(struct jk_etcd *e, const char *key, char val[JK_ETCD_VAL_MAX], bool *found, char *err,
 		size_t errlen);
 int jk_etcd_put(struct jk_etcd *e, const char *key, const char *val, int64_t lease, char *err, size_t errlen);
@@ -85,6 +127,7 @@ typedef void (*jk_etcd_watch_fn)(struct jk_etcd_watch *w, const json_t *result, 
 
 struct jk_etcd_watch {
 	CURL *curl;
+	struct curl_slist *headers;      /* the token */
 	char *body;                      /* the create request */
 	char *buf;                       /* bytes of the stream not yet a whole line */
 	size_t len, cap;
@@ -93,8 +136,10 @@ struct jk_etcd_watch {
 	bool broken;                     /* a message was not JSON / too long */
 };
 
-/* Starts watching every key under `prefix` from `start_revision` on `m`. */
-int jk_etcd_watch_start(struct jk_etcd_watch *w, CURLM *m, const char *url, const char *prefix,
+/* Starts watching every key under `prefix` from `start_revision` on `m`,
+ * with conn's endpoint and credentials (its token: call after a request
+ * on conn succeeded). */
+int jk_etcd_watch_start(struct jk_etcd_watch *w, CURLM *m, const struct jk_etcd *conn, const char *prefix,
 			int64_t start_revision, jk_etcd_watch_fn fn, void *arg, char *err, size_t errlen);
 void jk_etcd_watch_stop(struct jk_etcd_watch *w, CURLM *m);
 /* Bytes of the stream: every whole line is a message, handed to w->fn.

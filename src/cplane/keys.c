@@ -50,9 +50,17 @@ static void vni_key(const char *prefix, uint32_t vni, const char *what, uint32_t
 	snprintf(key, JK_ETCD_KEY_MAX, "%s/vni/%u/%s/%s", prefix, vni, what, b);
 }
 
-void jk_key_vlt(const char *prefix, uint32_t vni, uint32_t ip, char key[JK_ETCD_KEY_MAX])
+void jk_key_vlt(const char *prefix, uint32_t vni, const char *host, uint32_t ip, char key[JK_ETCD_KEY_MAX])
 {
-	vni_key(prefix, vni, "vlt", ip, key);
+	char b[16];
+
+	ip_text(ip, b);
+	snprintf(key, JK_ETCD_KEY_MAX, "%s/vni/%u/vlt/%s/%s", prefix, vni, host, b);
+}
+
+void jk_key_vlt_all(const char *prefix, uint32_t vni, char key[JK_ETCD_KEY_MAX])
+{
+	snprintf(key, JK_ETCD_KEY_MAX, "%s/vni/%u/vlt/", prefix, vni);
 }
 
 void jk_key_policy(const char *prefix, uint32_t vni, uint32_t ip, char key[JK_ETCD_KEY_MAX])
@@ -107,13 +115,25 @@ void jk_key_parse(const char *prefix, const char *key, struct jk_key *k)
 	vni = strtoul(rest + 4, &end, 10);
 	if (*end != '/' || vni == 0 || vni > 0xffffff)
 		return;
-	if (sscanf(end + 1, "%15[a-z]/%255s", what, tail) != 2 || parse_ip(tail, &k->ip))
+	if (sscanf(end + 1, "%15[a-z]/%255s", what, tail) != 2)
 		return;
-	k->vni = (uint32_t)vni;
-	if (strcmp(what, "vlt") == 0)
+	if (strcmp(what, "vlt") == 0) {
+		char *slash = strchr(tail, '/');
+
+		if (!slash)
+			return;
+		*slash = '\0';
+		if (parse_name(tail, k->name) || parse_ip(slash + 1, &k->ip)) {
+			memset(k, 0, sizeof(*k));
+			return;
+		}
 		k->kind = JK_KEY_VLT;
-	else if (strcmp(what, "policy") == 0)
+	} else if (strcmp(what, "policy") == 0 && parse_ip(tail, &k->ip) == 0) {
 		k->kind = JK_KEY_POLICY;
+	} else {
+		return;
+	}
+	k->vni = (uint32_t)vni;
 }
 
 void jk_vlt_value_format(const struct jk_vlt_value *v, char out[JK_ETCD_VAL_MAX])
@@ -157,4 +177,46 @@ int jk_vlt_value_parse(const char *s, struct jk_vlt_value *v)
 		r = 0;
 	json_decref(o);
 	return r;
+}
+
+int jk_host_value_parse(const char *s, uint32_t *vtep)
+{
+	json_error_t jerr;
+	json_t *o = json_loads(s, JSON_REJECT_DUPLICATES, &jerr);
+	const char *t = json_string_value(json_object_get(o, "vtep"));
+	int r = t && parse_ip(t, vtep) == 0 ? 0 : -EINVAL;
+
+	json_decref(o);
+	return r;
+}
+
+const char *const jk_vlt_verdict_name[JK_VLT_VERDICTS] = {
+	[JK_VLT_OK] = "ok",
+	[JK_VLT_BAD_VALUE] = "bad_value",
+	[JK_VLT_WRONG_HOST] = "wrong_host",
+	[JK_VLT_SUBNET] = "subnet",
+	[JK_VLT_NO_HOST] = "no_host",
+	[JK_VLT_LEASE] = "lease",
+	[JK_VLT_VTEP] = "vtep",
+	[JK_VLT_HELD] = "held",
+};
+
+enum jk_vlt_verdict jk_vlt_check(const struct jk_key *k, const char *val, int64_t lease, uint32_t subnet,
+				 unsigned plen, const struct jk_host_rec *host, struct jk_vlt_value *v)
+{
+	uint32_t mask = plen == 0 ? 0 : plen >= 32 ? 0xffffffffu : ~(0xffffffffu >> plen);
+
+	if (k->kind != JK_KEY_VLT || jk_vlt_value_parse(val, v) != 0)
+		return JK_VLT_BAD_VALUE;
+	if (strcmp(v->host, k->name) != 0)
+		return JK_VLT_WRONG_HOST;
+	if ((k->ip & mask) != (subnet & mask))
+		return JK_VLT_SUBNET;
+	if (!host || !host->found)
+		return JK_VLT_NO_HOST;
+	if (lease == 0 || lease != host->lease)
+		return JK_VLT_LEASE;
+	if (v->vtep != host->vtep)
+		return JK_VLT_VTEP;
+	return JK_VLT_OK;
 }

@@ -4,6 +4,9 @@
  *   jakiroctl --etcd URL[/PREFIX] cluster show [hosts|vpcs|vlt|policy]
  *   jakiroctl --etcd URL[/PREFIX] cluster policy set VPC IP KEY VALUE...
  *   jakiroctl --etcd URL[/PREFIX] cluster policy del VPC IP
+ *   jakiroctl --etcd-conf FILE cluster ...   (TLS and an etcd user: FILE holds
+ *       {"endpoint": "https://..", "prefix", "ca", "cert", "key", "user",
+ *        "password_file"}, the "etcd" object of jakirod's configuration)
  *
  * A policy is checked here with jakirod's own parser (conf.c) before it
  * is written; the host that has the vNIC applies it when its watch sees
@@ -251,22 +254,52 @@ static int show(struct jk_etcd *e, const char *prefix, bool as_json, int argc, c
 	return 0;
 }
 
-int jk_ctl_cluster(const char *spec, bool as_json, int argc, char **argv)
+/* --etcd-conf FILE: the same "etcd" object as jakirod's, checked by its parser. */
+static int read_conf(const char *path, struct jk_etcd_conf *c)
+{
+	char err[JK_ERR_MAX];
+	json_error_t jerr;
+	json_t *o = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
+	int r;
+
+	if (!o) {
+		fprintf(stderr, "jakiroctl: --etcd-conf %s: %s (line %d)\n", path, jerr.text, jerr.line);
+		return 2;
+	}
+	r = jk_conf_parse_etcd(o, c, err, sizeof(err));
+	json_decref(o);
+	if (r) {
+		fprintf(stderr, "jakiroctl: --etcd-conf %s: %s\n", path, err);
+		return 2;
+	}
+	return 0;
+}
+
+int jk_ctl_cluster(const char *spec, const char *conf_path, bool as_json, int argc, char **argv)
 {
 	char endpoint[JK_ETCD_URL_MAX], prefix[JK_PREFIX_MAX], err[JK_ERR_MAX];
+	struct jk_etcd_conf conf;
 	struct jk_etcd e;
 	int r;
 
-	if (!spec)
-		return jk_ctl_usage_error("cluster: needs --etcd URL[/PREFIX] (or $JAKIRO_ETCD)");
-	if ((r = split_spec(spec, endpoint, sizeof(endpoint), prefix)))
+	memset(&conf, 0, sizeof(conf));
+	if (conf_path) {
+		if ((r = read_conf(conf_path, &conf)))
+			return r;
+		snprintf(endpoint, sizeof(endpoint), "%s", conf.endpoint);
+		snprintf(prefix, sizeof(prefix), "%s", conf.prefix);
+	} else if (!spec) {
+		return jk_ctl_usage_error("cluster: needs --etcd URL[/PREFIX] (or $JAKIRO_ETCD), or --etcd-conf FILE");
+	} else if ((r = split_spec(spec, endpoint, sizeof(endpoint), prefix))) {
 		return r;
+	}
 	if (argc < 1)
 		return jk_ctl_usage_error("cluster: show or policy");
 	if (curl_global_init(CURL_GLOBAL_DEFAULT) || jk_etcd_init(&e, endpoint, CLUSTER_TIMEOUT_MS, err, sizeof(err))) {
 		fprintf(stderr, "jakiroctl: cannot set up libcurl\n");
 		return 1;
 	}
+	jk_etcd_set_auth(&e, &conf.auth);
 	if (strcmp(argv[0], "show") == 0)
 		r = show(&e, prefix, as_json, argc - 1, argv + 1);
 	else if (strcmp(argv[0], "policy") == 0 && argc >= 2 && strcmp(argv[1], "set") == 0)

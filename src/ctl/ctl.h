@@ -16,6 +16,8 @@ const char *jk_ctl_str(json_t *o, const char *k);
 
 /* jakiroctl --etcd URL[/PREFIX] cluster ...: the cluster's view and
  * cluster-wide policy.  The exit status. */
-int jk_ctl_cluster(const char *etcd, bool as_json, int argc, char **argv);
+/* etcd: "URL[/PREFIX]"; etcd_conf: a file holding an "etcd" object as in
+ * jakirod's configuration (endpoint, prefix, TLS, user); one of them. */
+int jk_ctl_cluster(const char *etcd, const char *etcd_conf, bool as_json, int argc, char **argv);
 
 #endif

@@ -21,7 +21,7 @@
 #define SOCK_DIR "/run/jakiro"
 
 static const char usage_text[] =
-	"usage: jakiroctl [-s SOCKET] [--etcd URL[/PREFIX]] [--json] COMMAND\n"
+	"usage: jakiroctl [-s SOCKET] [--etcd URL[/PREFIX] | --etcd-conf FILE] [--json] COMMAND\n"
 	"\n"
 	"  show vnics | vlt | nft | rcft | stats\n"
 	"  vnic add NAME vpc VPC ip ADDR [mac MAC] [backend tap|afpacket] [ifname IF]\n"
@@ -37,6 +37,8 @@ static const char usage_text[] =
 	"  vlt del vpc VPC ip ADDR\n"
 	"\n"
 	"  with --etcd URL[/PREFIX] (or $JAKIRO_ETCD), the cluster through etcd (docs/cluster.md):\n"
+	"  (or --etcd-conf FILE, $JAKIRO_ETCD_CONF: {\"endpoint\": \"https://..\", \"prefix\", \"ca\", \"cert\",\n"
+	"   \"key\", \"user\", \"password_file\"}, jakirod's \"etcd\" object: TLS and the control role's user)\n"
 	"  cluster show [hosts|vpcs|vlt|policy]\n"
 	"  cluster policy set VPC IP KEY VALUE...   (the keys of vnic set; applied by the vNIC's host)\n"
 	"  cluster policy del VPC IP\n"
@@ -386,26 +388,28 @@ int main(int argc, char **argv)
 		{ "socket", required_argument, NULL, 's' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "etcd", required_argument, NULL, 'e' },
+		{ "etcd-conf", required_argument, NULL, 'E' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	char sock[108] = "";
-	const char *etcd = getenv("JAKIRO_ETCD");
+	const char *etcd = getenv("JAKIRO_ETCD"), *etcd_conf = getenv("JAKIRO_ETCD_CONF");
 	bool as_json = false;
 	json_t *req, *rep, *result;
 	int opt, r;
 
-	while ((opt = getopt_long(argc, argv, "+s:e:jh", opts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "+s:e:E:jh", opts, NULL)) != -1) {
 		switch (opt) {
 		case 's': snprintf(sock, sizeof(sock), "%s", optarg); break;
 		case 'j': as_json = true; break;
 		case 'e': etcd = optarg; break;
+		case 'E': etcd_conf = optarg; break;
 		case 'h': fputs(usage_text, stdout); return 0;
 		default: fputs(usage_text, stderr); return 2;
 		}
 	}
 	if (optind < argc && strcmp(argv[optind], "cluster") == 0)
-		return jk_ctl_cluster(etcd, as_json, argc - optind - 1, argv + optind + 1);
+		return jk_ctl_cluster(etcd, etcd_conf, as_json, argc - optind - 1, argv + optind + 1);
 	r = build_request(argc - optind, argv + optind, &req);
 	if (r) {
 		json_decref(req);

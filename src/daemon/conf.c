@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "util/units.h"
 
@@ -571,30 +572,71 @@ static int parse_sets(json_t *root, struct jk_conf *c, char *err, size_t errlen)
 	return check_unique(c, err, errlen);
 }
 
-/* "etcd": {"endpoint": "http://ADDR:PORT", "prefix": "/jakiro", "lease_ttl_s": 10} */
-static int get_etcd(json_t *root, struct jk_etcd_conf *e, char *err, size_t errlen)
+/* A file the daemon will open: must exist and be readable now. */
+static int get_path(json_t *o, const char *key, char *out, size_t outlen, char *err, size_t errlen)
 {
-	static const char *const known[] = { "endpoint", "prefix", "lease_ttl_s", NULL };
-	json_t *o = json_object_get(root, "etcd");
+	int r = get_string(o, key, false, "etcd", out, outlen, err, errlen);
+
+	if (r == 0 && out[0] && access(out, R_OK) != 0)
+		return fail(err, errlen, "etcd.%s: %s: %s", key, out, strerror(errno));
+	return r;
+}
+
+/* "etcd": {"endpoint": "http(s)://ADDR:PORT", "prefix": "/jakiro", "lease_ttl_s": 10,
+ *          "ca": PATH, "cert": PATH, "key": PATH, "user": NAME, "password_file": PATH} */
+int jk_conf_parse_etcd(json_t *o, struct jk_etcd_conf *e, char *err, size_t errlen)
+{
+	static const char *const known[] = { "endpoint", "prefix", "lease_ttl_s", "ca", "cert", "key", "user",
+					     "password_file", NULL };
 	uint64_t ttl = JK_ETCD_TTL_DEFAULT;
+	char pwfile[JK_ETCD_PATH_MAX] = "";
+	struct jk_etcd_auth *a = &e->auth;
+	bool tls = false;
 	const char *ep;
 	int r;
 
-	if (!o)
-		return 0;
+	memset(e, 0, sizeof(*e));
 	if (!json_is_object(o))
-		return fail(err, errlen, "etcd: must be an object {\"endpoint\", \"prefix\", \"lease_ttl_s\"}");
+		return fail(err, errlen, "etcd: must be an object {\"endpoint\", \"prefix\", \"lease_ttl_s\", "
+			    "\"ca\", \"cert\", \"key\", \"user\", \"password_file\"}");
 	if ((r = check_keys(o, known, "etcd", err, errlen)) ||
 	    (r = get_string(o, "endpoint", true, "etcd", e->endpoint, sizeof(e->endpoint), err, errlen)) ||
 	    (r = get_string(o, "prefix", false, "etcd", e->prefix, sizeof(e->prefix), err, errlen)) ||
-	    (r = get_uint(o, "lease_ttl_s", 2, 3600, "etcd", &ttl, err, errlen)))
+	    (r = get_uint(o, "lease_ttl_s", 2, 3600, "etcd", &ttl, err, errlen)) ||
+	    (r = get_path(o, "ca", a->ca, sizeof(a->ca), err, errlen)) ||
+	    (r = get_path(o, "cert", a->cert, sizeof(a->cert), err, errlen)) ||
+	    (r = get_path(o, "key", a->key, sizeof(a->key), err, errlen)) ||
+	    (r = get_string(o, "user", false, "etcd", a->user, sizeof(a->user), err, errlen)) ||
+	    (r = get_path(o, "password_file", pwfile, sizeof(pwfile), err, errlen)))
 		return r;
 	ep = e->endpoint;
-	if (strncmp(ep, "http://", 7) == 0)
+	if (strncmp(ep, "http://", 7) == 0) {
 		ep += 7;
+	} else if (strncmp(ep, "https://", 8) == 0) {
+		ep += 8;
+		tls = true;
+	}
 	if (!*ep || strchr(ep, '/') || !strchr(ep, ':') || strspn(ep, "abcdefghijklmnopqrstuvwxyz"
 		"ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-:[]") != strlen(ep))
-		return fail(err, errlen, "etcd.endpoint: \"%s\" is not http://HOST:PORT", e->endpoint);
+		return fail(err, errlen, "etcd.endpoint: \"%s\" is not http://HOST:PORT or https://HOST:PORT",
+			    e->endpoint);
+	if (!tls && (a->ca[0] || a->cert[0] || a->key[0]))
+		return fail(err, errlen, "etcd.%s: a TLS setting needs an https:// endpoint",
+			    a->ca[0] ? "ca" : a->cert[0] ? "cert" : "key");
+	if (tls && !a->ca[0])
+		return fail(err, errlen, "etcd.ca: missing (the CA that signed etcd's certificate; https endpoint)");
+	if (!a->cert[0] != !a->key[0])
+		return fail(err, errlen, "etcd.%s: missing (a client certificate needs both cert and key)",
+			    a->cert[0] ? "key" : "cert");
+	if (!a->user[0] != !pwfile[0])
+		return fail(err, errlen, "etcd.%s: missing (an etcd user needs both user and password_file)",
+			    a->user[0] ? "password_file" : "user");
+	if (pwfile[0]) {
+		char sub[JK_ERR_MAX];
+
+		if (jk_etcd_read_password(pwfile, "etcd.password_file", a->password, sub, sizeof(sub)))
+			return fail(err, errlen, "%s", sub);
+	}
 	if (!e->prefix[0])
 		strcpy(e->prefix, "/jakiro");
 	if (jk_prefix_check(e->prefix))
@@ -602,6 +644,13 @@ static int get_etcd(json_t *root, struct jk_etcd_conf *e, char *err, size_t errl
 			    "letters, digits and ._-/ only", e->prefix);
 	e->lease_ttl_s = (unsigned)ttl;
 	return 0;
+}
+
+static int get_etcd(json_t *root, struct jk_etcd_conf *e, char *err, size_t errlen)
+{
+	json_t *o = json_object_get(root, "etcd");
+
+	return o ? jk_conf_parse_etcd(o, e, err, errlen) : 0;
 }
 
 int jk_conf_parse(json_t *root, struct jk_conf *c, char *err, size_t errlen)

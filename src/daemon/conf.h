@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "core/dp.h"
+#include "cplane/etcd.h"
 
 #define JK_NAME_MAX     32
 #define JK_IFNAME_MAX   16      /* IFNAMSIZ */
@@ -76,10 +77,16 @@ struct jk_vlt_conf {
 /* The cluster control plane (docs/cluster.md); endpoint "" = none. */
 #define JK_ETCD_TTL_DEFAULT 10      /* seconds a dead host's vNICs stay in the cluster's VLT */
 struct jk_etcd_conf {
-	char endpoint[96];                 /* "http://ADDR:PORT" */
+	char endpoint[96];                 /* "http://ADDR:PORT" or "https://ADDR:PORT" */
 	char prefix[64];                   /* "/jakiro" */
 	unsigned lease_ttl_s;
+	/* "ca", "cert", "key", "user" and the password read from
+	 * "password_file" (docs/cluster.md, "Trust"); all "" over http. */
+	struct jk_etcd_auth auth;
 };
+
+/* The "etcd" object alone (jakiroctl --etcd-conf reads the same). */
+int jk_conf_parse_etcd(json_t *o, struct jk_etcd_conf *e, char *err, size_t errlen);
 
 /* Where tenants' packets are forwarded (docs/datapath.md). */
 enum jk_datapath {

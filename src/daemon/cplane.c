@@ -23,6 +23,8 @@
 #define CP_RETRY_MAX_MS 2000
 #define CP_CLAIMS (2 * JK_MAX_VNICS)   /* local addresses, and releases waiting for etcd */
 #define CP_LEARNED_MAX 65536        /* remote entries (the datapath's VLT holds as many) */
+#define CP_HOSTS_MAX 1024           /* host records cached to check entries against */
+#define CP_LOG_EVERY_NS 1000000000ull   /* refused entries: one log line a second at most */
 
 enum claim_state {
 	CLAIM_FREE,
@@ -60,6 +62,16 @@ struct learned {
 	uint16_t pad;
 	uint32_t vtep;
 	uint32_t epoch;                 /* the read in full that last saw it */
+	int64_t create_rev;             /* of its key: the older claim holds an address */
+	char host[JK_KEY_NAME_MAX];     /* whose key it is */
+};
+
+/* A host record as etcd has it: entries naming the host are checked
+ * against it (its lease, its VTEP). */
+struct host_cache {
+	char name[JK_KEY_NAME_MAX];     /* "": free */
+	struct jk_host_rec rec;
+	int64_t checked_lease;          /* the entry lease it was last read again for */
 };
 
 struct policy_req {
@@ -94,9 +106,15 @@ struct jk_cplane {
 	uint64_t next_keepalive_ns;
 	unsigned retry_ms;
 	int64_t store_rev;              /* the store's revision when we (re)connected */
+	struct host_cache hosts[CP_HOSTS_MAX];
+	unsigned next_host;             /* the slot to reuse when full */
+	uint32_t reloading_vni;         /* the VNI being read in full, 0 when none */
+	uint64_t last_refusal_log_ns, refusals_unlogged;
 	/* Counters (`show stats`, metrics). */
 	uint64_t connects, disconnects, leases_lost, reloads, compactions, events, bad_events, vlt_refused,
 		claims_refused, conflicts, policies_applied, policies_refused, errors;
+	uint64_t refused_by[JK_VLT_VERDICTS];   /* vlt_refused by jk_vlt_check's reason ([OK]: unused) */
+	uint64_t refused_local, refused_full;   /* vlt_refused by the datapath: a local vNIC has it, table full */
 	char last_error[JK_ERR_MAX];
 };
 
@@ -143,7 +161,7 @@ static void claim_value(struct jakirod *d, const struct jk_vnic_conf *v, uint32_
 	snprintf(val.vnic, sizeof(val.vnic), "%s", v->name);
 	c->vni = vni;
 	c->ip = v->ip;
-	jk_key_vlt(cp_of(d)->prefix, vni, v->ip, c->key);
+	jk_key_vlt(cp_of(d)->prefix, vni, d->conf->host, v->ip, c->key);
 	jk_vlt_value_format(&val, c->val);
 }
 
@@ -169,12 +187,65 @@ static struct claim *claim_slot(struct jk_cplane *cp)
 
 /* Writes one claim or release to etcd (write_lock held).  0, -EEXIST
  * (holder set), or -EIO & co. (etcd unreachable: try later). */
+/* After our key for (vni, ip) is written: is an older key of another
+ * host claiming the same address?  Every host takes the older claim
+ * (docs/cluster.md), so we give ours up.  0 (ours holds), -EEXIST
+ * (holder: the other's value), -errno. */
+static int older_claim(struct jk_cplane *cp, struct jk_etcd *e, const struct claim *c,
+		       char holder[JK_ETCD_VAL_MAX], char *err, size_t errlen)
+{
+	char all[JK_ETCD_KEY_MAX], key[JK_ETCD_KEY_MAX], val[JK_ETCD_VAL_MAX], older[JK_ETCD_KEY_MAX] = "";
+	int64_t ours = 0, oldest = 0;
+	json_t *kvs, *kv;
+	size_t i;
+	int r;
+
+	jk_key_vlt_all(cp->prefix, c->vni, all);
+	if ((r = jk_etcd_range_keys(e, all, &kvs, err, errlen)))
+		return r;
+	json_array_foreach(kvs, i, kv) {
+		struct jk_etcd_kv_meta m;
+		struct jk_key k;
+
+		if (jk_etcd_kv(kv, key, val, NULL))
+			continue;
+		jk_key_parse(cp->prefix, key, &k);
+		if (k.kind != JK_KEY_VLT || k.ip != c->ip)
+			continue;
+		jk_etcd_kv_meta(kv, &m);
+		if (strcmp(key, c->key) == 0) {
+			ours = m.create_revision;
+		} else if (!oldest || m.create_revision < oldest) {
+			oldest = m.create_revision;
+			snprintf(older, sizeof(older), "%s", key);
+		}
+	}
+	json_decref(kvs);
+	if (!oldest || (ours && ours < oldest))
+		return 0;
+	{
+		struct jk_etcd_kv_meta m;
+		bool found = false;
+
+		if ((r = jk_etcd_get_kv(e, older, holder, &m, &found, err, errlen)))
+			return r;
+		if (!found)
+			return 0;               /* gone meanwhile: ours holds */
+	}
+	/* Not ours to hold: take our key back (if it is still ours). */
+	r = jk_etcd_release(e, c->key, c->val, err, errlen);
+	return r ? r : -EEXIST;
+}
+
 static int claim_write(struct jk_cplane *cp, struct jk_etcd *e, const struct claim *c, int64_t lease,
 		       char holder[JK_ETCD_VAL_MAX], char *err, size_t errlen)
 {
+	int r;
+
 	if (c->state == CLAIM_RELEASE)
 		return jk_etcd_release(e, c->key, c->val, err, errlen);
-	return jk_etcd_claim(e, c->key, c->val, lease, holder, err, errlen);
+	r = jk_etcd_claim(e, c->key, c->val, lease, holder, err, errlen);
+	return r ? r : older_claim(cp, e, c, holder, err, errlen);
 }
 
 static void holder_text(const char *holder, char *out, size_t len)
@@ -228,6 +299,16 @@ int jk_cplane_claim(struct jakirod *d, const struct jk_vnic_conf *v, char *err, 
 			pthread_mutex_unlock(&cp->lock);
 			pthread_mutex_unlock(&cp->write_lock);
 			return -EEXIST;
+		}
+		if (r == -EACCES) {
+			/* etcd says this host may not write there (a VPC it
+			 * was not granted): refused, nothing created. */
+			snprintf(err, errlen, "ip: etcd refused the claim %s: %s", want.key, sub);
+			pthread_mutex_lock(&cp->lock);
+			cp->claims_refused++;
+			pthread_mutex_unlock(&cp->lock);
+			pthread_mutex_unlock(&cp->write_lock);
+			return -EACCES;
 		}
 		if (r == 0)
 			want.state = CLAIM_PUBLISHED;
@@ -417,7 +498,8 @@ void jk_cplane_fetch_policy(struct jakirod *d, const struct jk_vnic_conf *v)
 
 /* ---- remote entries (agent) ---------------------------------------------- */
 
-static void learned_put(struct jk_cplane *cp, uint32_t vni, uint32_t ip, const struct jk_vlt_value *v)
+static void learned_put(struct jk_cplane *cp, uint32_t vni, uint32_t ip, const struct jk_vlt_value *v,
+			int64_t create_rev)
 {
 	struct jakirod *d = cp->d;
 	struct learned_key k = { vni, ip };
@@ -429,11 +511,14 @@ static void learned_put(struct jk_cplane *cp, uint32_t vni, uint32_t ip, const s
 		e = jk_table_insert(&cp->learned, &k, h);
 	if (!e) {
 		cp->vlt_refused++;
+		cp->refused_full++;
 		return;
 	}
 	memcpy(e->mac, v->mac, 6);
 	e->vtep = v->vtep;
 	e->epoch = cp->epoch;
+	e->create_rev = create_rev;
+	snprintf(e->host, sizeof(e->host), "%s", v->host);
 	pthread_mutex_lock(&d->dp_lock);
 	r = jk_dp_vlt_add(d->dp, vni, ip, v->mac, v->vtep);
 	if (r == 0 && d->ebpf)
@@ -443,6 +528,10 @@ static void learned_put(struct jk_cplane *cp, uint32_t vni, uint32_t ip, const s
 		/* A local vNIC holds it (claimed here during an outage), or
 		 * the table is full: not forwarded to that host. */
 		cp->vlt_refused++;
+		if (r == -EEXIST)
+			cp->refused_local++;
+		else
+			cp->refused_full++;
 		jk_table_remove(&cp->learned, e);
 	}
 }
@@ -459,13 +548,122 @@ static void learned_forget(struct jk_cplane *cp, struct learned *e)
 	jk_table_remove(&cp->learned, e);
 }
 
-static void learned_del(struct jk_cplane *cp, uint32_t vni, uint32_t ip)
+/* Forgets (vni, ip) if it was learned from `host`'s key. */
+static void learned_del(struct jk_cplane *cp, uint32_t vni, uint32_t ip, const char *host)
 {
 	struct learned_key k = { vni, ip };
 	struct learned *e = jk_table_find(&cp->learned, &k, learned_hash(&k));
 
-	if (e)
+	if (e && strcmp(e->host, host) == 0)
 		learned_forget(cp, e);
+}
+
+/* ---- checking what we learn (docs/security.md) ----------------------------- */
+
+static struct host_cache *host_slot(struct jk_cplane *cp, const char *name, bool make)
+{
+	struct host_cache *free_slot = NULL;
+
+	for (unsigned i = 0; i < CP_HOSTS_MAX; i++) {
+		if (strcmp(cp->hosts[i].name, name) == 0)
+			return &cp->hosts[i];
+		if (!cp->hosts[i].name[0] && !free_slot)
+			free_slot = &cp->hosts[i];
+	}
+	if (!make)
+		return NULL;
+	if (!free_slot) {
+		free_slot = &cp->hosts[cp->next_host];
+		cp->next_host = (cp->next_host + 1) % CP_HOSTS_MAX;
+	}
+	memset(free_slot, 0, sizeof(*free_slot));
+	snprintf(free_slot->name, sizeof(free_slot->name), "%s", name);
+	return free_slot;
+}
+
+/* Reads PREFIX/hosts/NAME again (its lease and VTEP).  NULL when etcd
+ * cannot be asked now. */
+static const struct jk_host_rec *host_fetch(struct jk_cplane *cp, const char *name)
+{
+	char key[JK_ETCD_KEY_MAX], val[JK_ETCD_VAL_MAX], sub[JK_ERR_MAX];
+	struct jk_etcd_kv_meta m;
+	struct host_cache *h;
+	bool found = false;
+
+	jk_key_host(cp->prefix, name, key);
+	if (jk_etcd_get_kv(&cp->agent, key, val, &m, &found, sub, sizeof(sub))) {
+		set_error(cp, sub);
+		return NULL;
+	}
+	h = host_slot(cp, name, true);
+	h->rec.found = found && jk_host_value_parse(val, &h->rec.vtep) == 0;
+	h->rec.lease = m.lease;
+	return &h->rec;
+}
+
+static void refusal_log(struct jk_cplane *cp, enum jk_vlt_verdict why, const char *key)
+{
+	uint64_t now = jk_now_ns();
+	char shown[JK_ETCD_KEY_MAX];
+	size_t i;
+
+	if (now - cp->last_refusal_log_ns < CP_LOG_EVERY_NS) {
+		cp->refusals_unlogged++;
+		return;
+	}
+	/* The key is a stranger's bytes: printable ASCII only in our log. */
+	for (i = 0; key[i] && i < sizeof(shown) - 1; i++)
+		shown[i] = key[i] >= 0x20 && key[i] < 0x7f ? key[i] : '?';
+	shown[i] = '\0';
+	fprintf(stderr, "jakirod: etcd entry %s refused (%s)", shown, jk_vlt_verdict_name[why]);
+	if (cp->refusals_unlogged)
+		fprintf(stderr, "; %" PRIu64 " more refused, not logged", cp->refusals_unlogged);
+	fputc('\n', stderr);
+	cp->last_refusal_log_ns = now;
+	cp->refusals_unlogged = 0;
+}
+
+/* A remote VLT key put: learned if it passes every check. */
+static void vlt_put(struct jk_cplane *cp, const struct jk_key *k, const char *key, const char *val,
+		    const struct jk_etcd_kv_meta *m)
+{
+	const struct jk_vpc_conf *vpc = vpc_of_vni(cp->d->conf, k->vni);
+	struct host_cache *h = host_slot(cp, k->name, false);
+	const struct jk_host_rec *rec = h ? &h->rec : NULL;
+	struct learned_key lk = { k->vni, k->ip };
+	struct learned *e = jk_table_find(&cp->learned, &lk, learned_hash(&lk));
+	struct jk_vlt_value v;
+	enum jk_vlt_verdict why;
+
+	if (!vpc)
+		return;
+	why = jk_vlt_check(k, val, m->lease, vpc->subnet, vpc->prefix_len, rec, &v);
+	if ((why == JK_VLT_NO_HOST || why == JK_VLT_LEASE || why == JK_VLT_VTEP) &&
+	    (!h || h->checked_lease != m->lease)) {
+		/* The host may have a new lease since we read its record
+		 * (a restart): read it once more before refusing -- once per
+		 * lease an entry names, so entries that keep disagreeing
+		 * cost no request each. */
+		rec = host_fetch(cp, k->name);
+		h = host_slot(cp, k->name, false);
+		if (h)
+			h->checked_lease = m->lease;
+		why = jk_vlt_check(k, val, m->lease, vpc->subnet, vpc->prefix_len, rec, &v);
+	}
+	/* An address two hosts claim is the older claim's, for everyone;
+	 * an entry left from before a read in full does not count. */
+	if (why == JK_VLT_OK && e && strcmp(e->host, k->name) != 0 && e->create_rev &&
+	    e->create_rev < m->create_revision && !(cp->reloading_vni == k->vni && e->epoch != cp->epoch))
+		why = JK_VLT_HELD;
+	if (why == JK_VLT_OK) {
+		learned_put(cp, k->vni, k->ip, &v, m->create_revision);
+		return;
+	}
+	cp->vlt_refused++;
+	cp->refused_by[why]++;
+	refusal_log(cp, why, key);
+	if (e && strcmp(e->host, k->name) == 0)
+		learned_forget(cp, e);      /* what that key said before no longer counts */
 }
 
 struct sweep_arg {
@@ -495,22 +693,21 @@ static void sweep_removed(const void *entry, void *arg)
 }
 
 /* One key as etcd has it now (put), or gone (val NULL). */
-static void apply_key(struct jk_cplane *cp, uint32_t vni, const char *key, const char *val)
+static void apply_key(struct jk_cplane *cp, uint32_t vni, const char *key, const char *val,
+		      const struct jk_etcd_kv_meta *m)
 {
 	struct jk_key k;
-	struct jk_vlt_value v;
 
 	jk_key_parse(cp->prefix, key, &k);
 	if (k.vni != vni)
 		return;
 	if (k.kind == JK_KEY_VLT) {
-		if (!val) {
-			learned_del(cp, vni, k.ip);
-		} else if (jk_vlt_value_parse(val, &v) != 0) {
-			cp->bad_events++;
-		} else if (strcmp(v.host, cp->d->conf->host) != 0) {
-			learned_put(cp, vni, k.ip, &v);
-		}
+		if (strcmp(k.name, cp->d->conf->host) == 0)
+			return;                 /* our own */
+		if (!val)
+			learned_del(cp, vni, k.ip, k.name);
+		else
+			vlt_put(cp, &k, key, val, m);
 	} else if (k.kind == JK_KEY_POLICY && val) {
 		policy_queue(cp, vni, k.ip, val);
 	}
@@ -534,12 +731,17 @@ static int64_t reload_vni(struct jk_cplane *cp, uint32_t vni)
 		return r;
 	}
 	arg.keep_epoch = ++cp->epoch;
+	cp->reloading_vni = vni;
 	json_array_foreach(kvs, i, kv) {
+		struct jk_etcd_kv_meta m;
+
+		jk_etcd_kv_meta(kv, &m);
 		if (jk_etcd_kv(kv, key, val, NULL) == 0)
-			apply_key(cp, vni, key, val);
+			apply_key(cp, vni, key, val, &m);
 		else
 			cp->bad_events++;
 	}
+	cp->reloading_vni = 0;
 	json_decref(kvs);
 	jk_table_sweep(&cp->learned, sweep_stale, sweep_removed, &arg);
 	cp->reloads++;
@@ -571,16 +773,17 @@ static void on_watch_msg(struct jk_etcd_watch *w, const json_t *result, void *ar
 		bool del = json_is_string(json_object_get(ev, "type")) &&
 			   strcmp(json_string_value(json_object_get(ev, "type")), "DELETE") == 0;
 
-		int64_t mod;
+		struct jk_etcd_kv_meta m;
 
 		cp->events++;
-		if (jk_etcd_kv(kv, key, val, &mod) != 0) {
+		if (jk_etcd_kv(kv, key, val, NULL) != 0) {
 			cp->bad_events++;
 			continue;
 		}
-		apply_key(cp, wv->vni, key, del ? NULL : val);
-		if (mod > wv->rev)
-			wv->rev = mod;
+		jk_etcd_kv_meta(kv, &m);
+		apply_key(cp, wv->vni, key, del ? NULL : val, &m);
+		if (m.mod_revision > wv->rev)
+			wv->rev = m.mod_revision;
 	}
 	set_revision(&cp->d->cp_rev_seen, rev);
 	if (json_array_size(events))
@@ -635,7 +838,16 @@ static int publish_vpcs(struct jk_cplane *cp, struct jk_etcd *e, char *err, size
 		jk_format_ipv4(v->subnet, net);
 		snprintf(val, sizeof(val), "{\"subnet\":\"%s/%u\",\"vni\":%u}", net, v->prefix_len, v->vni);
 		jk_key_vpc(cp->prefix, v->name, key);
-		r = jk_etcd_claim(e, key, val, 0, holder, err, errlen);
+		/* Read first: under etcd's authentication a host may read the
+		 * VPCs (the control role defines them) but not write them. */
+		{
+			bool found = false;
+
+			if ((r = jk_etcd_get(e, key, holder, &found, err, errlen)))
+				return r;
+			r = !found ? jk_etcd_claim(e, key, val, 0, holder, err, errlen)
+				   : strcmp(holder, val) != 0 ? -EEXIST : 0;
+		}
 		if (r == -EEXIST)
 			snprintf(err, errlen, "vpcs[%u]: VPC %s is %.60s in etcd, here %.60s", i, v->name, holder, val);
 		if (r)
@@ -726,7 +938,7 @@ static int publish_claims(struct jk_cplane *cp, char *err, size_t errlen)
 		pthread_mutex_lock(&cp->lock);
 		if (r == 0)
 			c->state = copy.state == CLAIM_RELEASE ? CLAIM_FREE : CLAIM_PUBLISHED;
-		if (r == -EEXIST) {
+		if (r == -EEXIST || r == -EACCES) {
 			c->state = CLAIM_CONFLICT;
 			cp->conflicts++;
 		}
@@ -736,6 +948,9 @@ static int publish_claims(struct jk_cplane *cp, char *err, size_t errlen)
 			holder_text(holder, who, sizeof(who));
 			fprintf(stderr, "jakirod: etcd: %s was taken by %s while etcd was away: the local vNIC stays "
 				"reachable from this host only\n", copy.key, who);
+		} else if (r == -EACCES) {
+			fprintf(stderr, "jakirod: etcd refused %s (%s): the local vNIC stays reachable from this host "
+				"only\n", copy.key, err);
 		} else if (r) {
 			pthread_mutex_lock(&cp->lock);
 			cp->publish_due = true;   /* the rest, when etcd answers */
@@ -820,7 +1035,7 @@ static int sync_watches(struct jk_cplane *cp, char *err, size_t errlen)
 			wv->reload = false;
 		}
 		jk_key_vni(cp->prefix, wv->vni, prefix);
-		r = jk_etcd_watch_start(&wv->watch, cp->multi, cp->url, prefix, wv->rev + 1, on_watch_msg, wv, err,
+		r = jk_etcd_watch_start(&wv->watch, cp->multi, &cp->agent, prefix, wv->rev + 1, on_watch_msg, wv, err,
 					errlen);
 		if (r)
 			return r;
@@ -941,9 +1156,12 @@ int jk_cplane_open(struct jakirod *d, char *err, size_t errlen)
 		snprintf(err, errlen, "etcd: cannot set up the client");
 		return -ENOMEM;
 	}
+	jk_etcd_set_auth(&cp->ctl, &ec->auth);
+	jk_etcd_set_auth(&cp->agent, &ec->auth);
 	snprintf(cp->url, sizeof(cp->url), "%s", cp->ctl.url);
 	r = connect_etcd(cp, &cp->ctl, sub, sizeof(sub));
-	if (r == -EEXIST) {
+	if (r == -EEXIST || r == -EACCES) {
+		/* etcd defines a VPC otherwise, or refuses who we say we are. */
 		snprintf(err, errlen, "%s", sub);
 		jk_cplane_close(d);
 		return r;
@@ -1035,6 +1253,15 @@ json_t *jk_cplane_stats_json(struct jakirod *d)
 		      (json_int_t)cp->vlt_refused, "claims_refused", (json_int_t)cp->claims_refused,
 		      "policies_applied", (json_int_t)cp->policies_applied, "policies_refused",
 		      (json_int_t)cp->policies_refused, "errors", (json_int_t)cp->errors, "last_error", cp->last_error);
+	{
+		json_t *by = json_object();
+
+		for (int i = JK_VLT_OK + 1; i < JK_VLT_VERDICTS; i++)
+			json_object_set_new(by, jk_vlt_verdict_name[i], json_integer((json_int_t)cp->refused_by[i]));
+		json_object_set_new(by, "local", json_integer((json_int_t)cp->refused_local));
+		json_object_set_new(by, "full", json_integer((json_int_t)cp->refused_full));
+		json_object_set_new(o, "vlt_refused_by", by);
+	}
 	pthread_mutex_unlock(&cp->lock);
 	return o;
 }

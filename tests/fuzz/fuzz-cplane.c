@@ -4,7 +4,9 @@
  *
  * The input is fed to the watch stream's framing in two pieces (split at
  * its first byte's value); every message's events go through the same
- * decoding the agent does (jk_etcd_kv, jk_key_parse, jk_vlt_value_parse).
+ * decoding the agent does (jk_etcd_kv, jk_etcd_kv_meta, jk_key_parse,
+ * jk_vlt_value_parse) and its checks (jk_vlt_check: an entry it accepts
+ * is under the host's lease, inside the subnet, at the host's VTEP).
  * A value that parses must format and parse back to the same entry, and
  * a parsed key must be rebuilt byte for byte from its fields.  The input
  * also goes through base64: decode, and encode/decode round trip. */
@@ -25,7 +27,7 @@ static void check_key(const char *key)
 
 	jk_key_parse("/jakiro", key, &k);
 	switch (k.kind) {
-	case JK_KEY_VLT: jk_key_vlt("/jakiro", k.vni, k.ip, again); break;
+	case JK_KEY_VLT: jk_key_vlt("/jakiro", k.vni, k.name, k.ip, again); break;
 	case JK_KEY_POLICY: jk_key_policy("/jakiro", k.vni, k.ip, again); break;
 	case JK_KEY_HOST: jk_key_host("/jakiro", k.name, again); break;
 	case JK_KEY_VPC: jk_key_vpc("/jakiro", k.name, again); break;
@@ -62,8 +64,22 @@ static void on_msg(struct jk_etcd_watch *w, const json_t *result, void *arg)
 
 	(void)jk_etcd_int(json_object_get(json_object_get(result, "header"), "revision"));
 	json_array_foreach(json_object_get(result, "events"), i, ev) {
+		struct jk_etcd_kv_meta m;
+		struct jk_host_rec h = { .found = true, .vtep = 0xac1e0002, .lease = 42 };
+		struct jk_vlt_value v;
+		struct jk_key k;
+		enum jk_vlt_verdict why;
+
+		/* The lease and revisions of any kv, even one whose key or
+		 * value does not decode: read, never trusted. */
+		jk_etcd_kv_meta(json_object_get(ev, "kv"), &m);
 		if (jk_etcd_kv(json_object_get(ev, "kv"), key, val, NULL) != 0)
 			continue;
+		jk_key_parse("/jakiro", key, &k);
+		why = jk_vlt_check(&k, val, m.lease, 0x0a000000, 24, &h, &v);
+		if (why >= JK_VLT_VERDICTS || (why == JK_VLT_OK && (m.lease != 42 || v.vtep != h.vtep ||
+								   (k.ip >> 8) != 0x0a0000 || strcmp(v.host, k.name))))
+			abort();
 		if (strlen(key) >= JK_ETCD_KEY_MAX || strlen(val) >= JK_ETCD_VAL_MAX)
 			abort();
 		check_key(key);

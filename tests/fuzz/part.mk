@@ -22,16 +22,17 @@ $(FUZZ_UNDERLAY): $(FUZZ_DIR)/fuzz-%: tests/fuzz/fuzz-%.c tests/fuzz/fuzz-env.h 
 	$(FUZZ_CC) $(FUZZ_CFLAGS) $< src/daemon/underlay.c $(CORE_SRCS) -Wl,--wrap=sendmsg,--wrap=sendmmsg -o $@
 
 # The configuration parsers: jakirod's conf.c and the units parser, with jansson.
-$(FUZZ_DIR)/fuzz-conf: tests/fuzz/fuzz-conf.c src/daemon/conf.c src/util/units.c src/cplane/keys.c $(wildcard src/daemon/*.h)
+# (conf.c reads the etcd password file through src/cplane: linked whole.)
+$(FUZZ_DIR)/fuzz-conf: tests/fuzz/fuzz-conf.c src/daemon/conf.c src/util/units.c $(wildcard src/cplane/*.c) $(wildcard src/daemon/*.h)
 	@mkdir -p $(dir $@)
-	$(FUZZ_CC) $(FUZZ_CFLAGS) tests/fuzz/fuzz-conf.c src/daemon/conf.c src/util/units.c src/cplane/keys.c $(CORE_SRCS) -ljansson -o $@
+	$(FUZZ_CC) $(FUZZ_CFLAGS) tests/fuzz/fuzz-conf.c src/daemon/conf.c src/util/units.c $(wildcard src/cplane/*.c) $(CORE_SRCS) -ljansson -lcurl -o $@
 
 # The control-socket request handler: ctl.c, apply.c and conf.c over the
 # core, with the OS (ports, netlink, threads) stubbed in the harness.
-FUZZ_CTL_SRCS := src/daemon/ctl.c src/daemon/apply.c src/daemon/conf.c src/util/units.c src/cplane/keys.c
+FUZZ_CTL_SRCS := src/daemon/ctl.c src/daemon/apply.c src/daemon/conf.c src/util/units.c $(wildcard src/cplane/*.c)
 $(FUZZ_DIR)/fuzz-ctl: tests/fuzz/fuzz-ctl.c $(FUZZ_CTL_SRCS) $(CORE_SRCS) $(wildcard src/daemon/*.h src/core/*.h)
 	@mkdir -p $(dir $@)
-	$(FUZZ_CC) $(FUZZ_CFLAGS) tests/fuzz/fuzz-ctl.c $(FUZZ_CTL_SRCS) $(CORE_SRCS) -ljansson -lpthread -o $@
+	$(FUZZ_CC) $(FUZZ_CFLAGS) tests/fuzz/fuzz-ctl.c $(FUZZ_CTL_SRCS) $(CORE_SRCS) -ljansson -lcurl -lpthread -o $@
 
 # jakirod's /metrics text builder (pure: no libmicrohttpd).
 $(FUZZ_DIR)/fuzz-metrics: tests/fuzz/fuzz-metrics.c src/daemon/metrics_text.c $(CORE_SRCS) $(wildcard src/daemon/*.h src/core/*.h)
@@ -49,10 +50,10 @@ $(FUZZ_DIR)/fuzz-cplane: tests/fuzz/fuzz-cplane.c $(CPLANE_SRCS) $(wildcard src/
 	$(FUZZ_CC) $(FUZZ_CFLAGS) tests/fuzz/fuzz-cplane.c $(CPLANE_SRCS) -ljansson -lcurl -o $@
 
 # jakiro-cni's stdin and IPAM-result parsers (src/cni without its I/O).
-FUZZ_CNI_SRCS := src/cni/conf.c src/cni/result.c src/cni/name.c src/daemon/conf.c src/util/units.c src/cplane/keys.c
+FUZZ_CNI_SRCS := src/cni/conf.c src/cni/result.c src/cni/name.c src/daemon/conf.c src/util/units.c $(wildcard src/cplane/*.c)
 $(FUZZ_DIR)/fuzz-cni: tests/fuzz/fuzz-cni.c $(FUZZ_CNI_SRCS) src/cni/cni.h src/daemon/conf.h
 	@mkdir -p $(dir $@)
-	$(FUZZ_CC) $(FUZZ_CFLAGS) tests/fuzz/fuzz-cni.c $(FUZZ_CNI_SRCS) -ljansson -o $@
+	$(FUZZ_CC) $(FUZZ_CFLAGS) tests/fuzz/fuzz-cni.c $(FUZZ_CNI_SRCS) -ljansson -lcurl -o $@
 
 # The kernel fast path against core, through test-fastpath.c's harness
 # (included by the target): the programs' skeleton, made here by

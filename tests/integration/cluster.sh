@@ -16,6 +16,8 @@
 #     was deleted is forgotten, and its own vNICs come back;
 #   - a host killed with SIGKILL leaves the others' VLT within its lease;
 #   - a host whose VPC etcd defines otherwise is refused at start.
+# etcd runs as the lab sets it up by default: TLS with client certificates
+# and etcd's authentication (the rogue host's attempts: cluster-trust.sh).
 # datapaths: user ebpf
 source "$(dirname "$0")/../lib.sh"
 need ping python3 etcd
@@ -38,8 +40,8 @@ JSON
 export JAKIRO_LAB_LOGS=${JAKIRO_LAB_LOGS:-$WORK/logs}
 lab_up "$WORK/topo.json" >/dev/null || { not_ok "lab with etcd up"; exit 1; }
 ok "lab with etcd up (3 hosts, etcd on the fabric)"
-ETCD=http://172.30.0.250:2379/jakiro
-CLUSTER="ip netns exec $P-h1 $JAKIRO_BIN/jakiroctl --etcd $ETCD cluster"   # usable inside sh -c
+PKI=/run/jakiro-lab/$P/pki
+CLUSTER="ip netns exec $P-h1 $JAKIRO_BIN/jakiroctl --etcd-conf $PKI/control.etcd.json cluster"   # usable inside sh -c
 cluster() { $CLUSTER "$@"; }
 has_vlt() {   # HOST VPC IP: HOST's datapath has a remote entry for it
 	lab ctl "$1" -- show vlt | grep -qE "^$2 +[0-9]+ +$3 .* vtep "
@@ -47,9 +49,16 @@ has_vlt() {   # HOST VPC IP: HOST's datapath has a remote entry for it
 ns() {        # a tenant namespace of this test, removed at exit
 	ip netns add "$P-$1" && at_exit "ip netns del $P-$1"
 }
-etcd_post() { # PATH JSON: a request to etcd from its namespace
-	ip netns exec "$P-etcd" python3 -c "import sys, urllib.request
-r = urllib.request.urlopen(urllib.request.Request('http://172.30.0.250:2379' + sys.argv[1], sys.argv[2].encode()), timeout=3)
+etcd_post() { # PATH JSON: a request to etcd from its namespace, as root
+	ip netns exec "$P-etcd" python3 -c "import json, ssl, sys, urllib.request
+pki = '$PKI/'
+ctx = ssl.create_default_context(cafile=pki + 'ca.pem')
+ctx.load_cert_chain(pki + 'root.pem', pki + 'root-key.pem')
+url = 'https://172.30.0.250:2379'
+auth = {'name': 'root', 'password': open(pki + 'root.password').readline().strip()}
+r = urllib.request.urlopen(urllib.request.Request(url + '/v3/auth/authenticate', json.dumps(auth).encode()), context=ctx, timeout=10)
+h = {'Authorization': json.load(r)['token']}
+r = urllib.request.urlopen(urllib.request.Request(url + sys.argv[1], sys.argv[2].encode(), h), context=ctx, timeout=10)
 print(r.read().decode())" "$1" "$2"
 }
 
@@ -135,7 +144,7 @@ check "the killed host left cluster show" wait_until 3 sh -c "! $CLUSTER show ho
 cat > "$WORK/rogue.json" <<JSON
 {"host": "rogue", "vtep": "172.30.0.250", "ctl_socket": "$WORK/rogue.sock", "state_file": "$WORK/rogue.state",
  "vpcs": [{"name": "blue", "vni": 2001, "subnet": "10.0.0.0/24"}], "vnics": [],
- "etcd": {"endpoint": "http://172.30.0.250:2379", "prefix": "/jakiro"}}
+ "etcd": $(cat "$PKI/h2.etcd.json")}
 JSON
 ip netns exec "$P-etcd" "$JAKIRO_BIN/jakirod" -c "$WORK/rogue.json" > "$WORK/rogue.out" 2>&1; rc=$?
 check "a host defining VPC blue otherwise is refused at start (exit 1)" test "$rc" -eq 1

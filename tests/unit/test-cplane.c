@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -57,12 +58,15 @@ static void key_layout(void **state)
 	char key[JK_ETCD_KEY_MAX], end[JK_ETCD_KEY_MAX];
 	struct jk_key k;
 
-	jk_key_vlt("/jakiro", 1001, 0x0a000002, key);
-	assert_string_equal(key, "/jakiro/vni/1001/vlt/10.0.0.2");
+	jk_key_vlt("/jakiro", 1001, "h2", 0x0a000002, key);
+	assert_string_equal(key, "/jakiro/vni/1001/vlt/h2/10.0.0.2");
 	jk_key_parse("/jakiro", key, &k);
 	assert_int_equal(k.kind, JK_KEY_VLT);
 	assert_int_equal(k.vni, 1001);
 	assert_int_equal(k.ip, 0x0a000002);
+	assert_string_equal(k.name, "h2");
+	jk_key_vlt_all("/jakiro", 1001, key);
+	assert_string_equal(key, "/jakiro/vni/1001/vlt/");
 	jk_key_policy("/jakiro", 7, 0x0a000003, key);
 	jk_key_parse("/jakiro", key, &k);
 	assert_int_equal(k.kind, JK_KEY_POLICY);
@@ -79,12 +83,13 @@ static void key_layout(void **state)
 	assert_string_equal(key, "/jakiro/vni/1001/");
 	jk_etcd_prefix_end(key, end);
 	assert_string_equal(end, "/jakiro/vni/10010");
-	assert_true(strcmp("/jakiro/vni/1001/vlt/10.0.0.2", end) < 0);
-	assert_true(strcmp("/jakiro/vni/10010/vlt/10.0.0.2", end) >= 0);
+	assert_true(strcmp("/jakiro/vni/1001/vlt/h2/10.0.0.2", end) < 0);
+	assert_true(strcmp("/jakiro/vni/10010/vlt/h2/10.0.0.2", end) >= 0);
 	/* Strangers' keys are OTHER, never half-parsed. */
-	static const char *const other[] = { "/jakiro/vni/0/vlt/10.0.0.1", "/jakiro/vni/16777216/vlt/10.0.0.1",
-					     "/jakiro/vni/12/vlt/10.0.0", "/jakiro/vni/12/vlt/10.0.0.1/x",
-					     "/jakiro/vni/x/vlt/10.0.0.1", "/jakiro/vni/12/arp/10.0.0.1",
+	static const char *const other[] = { "/jakiro/vni/0/vlt/h1/10.0.0.1", "/jakiro/vni/16777216/vlt/h1/10.0.0.1",
+					     "/jakiro/vni/12/vlt/h1/10.0.0", "/jakiro/vni/12/vlt/h1/10.0.0.1/x",
+					     "/jakiro/vni/12/vlt/10.0.0.1", "/jakiro/vni/12/vlt//10.0.0.1",
+					     "/jakiro/vni/x/vlt/h1/10.0.0.1", "/jakiro/vni/12/arp/10.0.0.1",
 					     "/jakiroX/hosts/h1", "/other/hosts/h1", "/jakiro/hosts/", "/jakiro/hosts/a/b",
 					     "/jakiro", "" };
 	for (unsigned i = 0; i < sizeof(other) / sizeof(other[0]); i++) {
@@ -194,6 +199,21 @@ static void conf_etcd(void **state)
 		{ "{\"endpoint\": \"1.2.3.4:2379\", \"prefix\": \"/x/\"}", "etcd.prefix" },
 		{ "{\"endpoint\": \"1.2.3.4:2379\", \"lease_ttl_s\": 1}", "etcd.lease_ttl_s" },
 		{ "{\"endpoint\": \"1.2.3.4:2379\", \"ttl\": 5}", "etcd.ttl" },
+		/* TLS and etcd's users */
+		{ "{\"endpoint\": \"https://1.2.3.4:2379\"}", "etcd.ca" },
+		{ "{\"endpoint\": \"http://1.2.3.4:2379\", \"ca\": \"/etc/passwd\"}", "etcd.ca" },
+		{ "{\"endpoint\": \"https://1.2.3.4:2379\", \"ca\": \"/nonexistent/ca.pem\"}", "etcd.ca" },
+		{ "{\"endpoint\": \"https://1.2.3.4:2379\", \"ca\": \"/etc/passwd\", \"cert\": \"/etc/passwd\"}",
+		  "etcd.key" },
+		{ "{\"endpoint\": \"https://1.2.3.4:2379\", \"ca\": \"/etc/passwd\", \"key\": \"/etc/passwd\"}",
+		  "etcd.cert" },
+		{ "{\"endpoint\": \"https://1.2.3.4:2379\", \"ca\": \"/etc/passwd\", \"cert\": 7}", "etcd.cert" },
+		{ "{\"endpoint\": \"1.2.3.4:2379\", \"user\": \"h1\"}", "etcd.password_file" },
+		{ "{\"endpoint\": \"1.2.3.4:2379\", \"password_file\": \"/etc/passwd\"}", "etcd.user" },
+		{ "{\"endpoint\": \"1.2.3.4:2379\", \"user\": \"h1\", \"password_file\": \"/nonexistent\"}",
+		  "etcd.password_file" },
+		{ "{\"endpoint\": \"1.2.3.4:2379\", \"user\": \"h1\", \"password_file\": \"/dev/null\"}",
+		  "etcd.password_file" },
 	};
 	char text[512], err[256];
 
@@ -208,6 +228,79 @@ static void conf_etcd(void **state)
 				    "\"http://10.0.0.9:2379\"}}", err, sizeof(err)), 0);
 	assert_int_equal(parse_conf("{\"host\": \"h\", \"vtep\": \"1.1.1.1\", \"vpcs\": [], \"etcd\": {\"endpoint\": "
 				    "\"10.0.0.9:2379\", \"prefix\": \"/x/y\", \"lease_ttl_s\": 5}}", err, sizeof(err)), 0);
+	/* A full TLS + user section: the password is the file's first line. */
+	{
+		char pw[] = "/tmp/test-cplane-pw.XXXXXX", conf[1024];
+		int fd = mkstemp(pw);
+		struct jk_etcd_conf ec;
+		json_error_t jerr;
+		json_t *o;
+
+		assert_true(fd >= 0);
+		assert_int_equal(write(fd, "s3cret\nignored\n", 15), 15);
+		close(fd);
+		snprintf(conf, sizeof(conf), "{\"endpoint\": \"https://10.0.0.9:2379\", \"ca\": \"/etc/passwd\", "
+			 "\"cert\": \"/etc/passwd\", \"key\": \"/etc/passwd\", \"user\": \"h1\", "
+			 "\"password_file\": \"%s\"}", pw);
+		o = json_loads(conf, 0, &jerr);
+		assert_int_equal(jk_conf_parse_etcd(o, &ec, err, sizeof(err)), 0);
+		assert_string_equal(ec.auth.password, "s3cret");
+		assert_string_equal(ec.auth.user, "h1");
+		assert_string_equal(ec.auth.ca, "/etc/passwd");
+		json_decref(o);
+		unlink(pw);
+	}
+}
+
+/* What a host checks of an entry before it counts (docs/security.md). */
+static void vlt_trust(void **state)
+{
+	struct jk_host_rec h2 = { .found = true, .vtep = 0xac1e0002, .lease = 42 }, none = { 0 };
+	const char *good = "{\"host\":\"h2\",\"mac\":\"02:00:00:00:00:02\",\"vnic\":\"b2\",\"vtep\":\"172.30.0.2\"}";
+	const char *other_vtep = "{\"host\":\"h2\",\"mac\":\"02:00:00:00:00:02\",\"vnic\":\"b2\",\"vtep\":\"172.30.0.3\"}";
+	const char *names_h3 = "{\"host\":\"h3\",\"mac\":\"02:00:00:00:00:02\",\"vnic\":\"b2\",\"vtep\":\"172.30.0.2\"}";
+	struct jk_vlt_value v;
+	struct jk_key k;
+	uint32_t vtep;
+
+	jk_key_parse("/jakiro", "/jakiro/vni/1001/vlt/h2/10.0.0.2", &k);
+	assert_int_equal(k.kind, JK_KEY_VLT);
+	assert_int_equal(jk_vlt_check(&k, good, 42, 0x0a000000, 24, &h2, &v), JK_VLT_OK);
+	assert_int_equal(v.vtep, 0xac1e0002);
+	assert_int_equal(jk_vlt_check(&k, "{}", 42, 0x0a000000, 24, &h2, &v), JK_VLT_BAD_VALUE);
+	assert_int_equal(jk_vlt_check(&k, names_h3, 42, 0x0a000000, 24, &h2, &v), JK_VLT_WRONG_HOST);
+	assert_int_equal(jk_vlt_check(&k, good, 42, 0x0b000000, 24, &h2, &v), JK_VLT_SUBNET);
+	assert_int_equal(jk_vlt_check(&k, good, 42, 0x0a000000, 24, &none, &v), JK_VLT_NO_HOST);
+	assert_int_equal(jk_vlt_check(&k, good, 42, 0x0a000000, 24, NULL, &v), JK_VLT_NO_HOST);
+	assert_int_equal(jk_vlt_check(&k, good, 43, 0x0a000000, 24, &h2, &v), JK_VLT_LEASE);
+	assert_int_equal(jk_vlt_check(&k, good, 0, 0x0a000000, 24, &h2, &v), JK_VLT_LEASE);
+	assert_int_equal(jk_vlt_check(&k, other_vtep, 42, 0x0a000000, 24, &h2, &v), JK_VLT_VTEP);
+	assert_int_equal(jk_vlt_check(&k, good, 42, 0, 0, &h2, &v), JK_VLT_OK);   /* a /0 VPC holds everything */
+	for (int i = 0; i < JK_VLT_VERDICTS; i++)
+		assert_non_null(jk_vlt_verdict_name[i]);
+	assert_int_equal(jk_host_value_parse("{\"vtep\":\"172.30.0.2\"}", &vtep), 0);
+	assert_int_equal(vtep, 0xac1e0002);
+	assert_int_equal(jk_host_value_parse("{\"vtep\":\"x\"}", &vtep), -EINVAL);
+	assert_int_equal(jk_host_value_parse("[]", &vtep), -EINVAL);
+}
+
+/* The lease and revisions of a kv, as the gateway writes them (strings). */
+static void kv_meta(void **state)
+{
+	json_error_t jerr;
+	json_t *kv = json_loads("{\"key\":\"YQ==\",\"lease\":\"7668682470037899279\",\"create_revision\":\"2\","
+				"\"mod_revision\":\"5\"}", 0, &jerr);
+	struct jk_etcd_kv_meta m;
+
+	jk_etcd_kv_meta(kv, &m);
+	assert_true(m.lease == 7668682470037899279LL);
+	assert_int_equal(m.create_revision, 2);
+	assert_int_equal(m.mod_revision, 5);
+	json_decref(kv);
+	kv = json_loads("{\"key\":\"YQ==\"}", 0, &jerr);
+	jk_etcd_kv_meta(kv, &m);
+	assert_int_equal(m.lease, 0);
+	json_decref(kv);
 }
 
 int main(void)
@@ -219,6 +312,8 @@ int main(void)
 		cmocka_unit_test(vlt_values),
 		cmocka_unit_test(watch_framing),
 		cmocka_unit_test(conf_etcd),
+		cmocka_unit_test(vlt_trust),
+		cmocka_unit_test(kv_meta),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
