@@ -104,11 +104,15 @@ for qpn in range(1, 51):
     udp = struct.pack("!HHHH", 49152, 4791, 28, 0)      # length 28: an ACK's, of 980 bytes
     s.sendto(udp + bth + bytes(1000 - 20 - 8 - len(bth)), (sys.argv[1], 0))
 PY
-sleep 0.5
+# jakirod has read the 50 when it has counted them (a deadline, not a
+# sleep); then none can still be on its way to a2.
+bad_l4_new() { echo $(( $(vdrop h1 a1 bad_l4) - bad0 )); }
+bad_l4_all() { test "$(bad_l4_new)" -ge 50; }
+wait_until 10 bad_l4_all
 got=$(( $(rx_pkts h2 a2) - before ))
-echo "# 50 'ACKs' of 1000 bytes claiming UDP length 28: $got reached a2, bad_l4 $(( $(vdrop h1 a1 bad_l4) - bad0 ))"
+echo "# 50 'ACKs' of 1000 bytes claiming UDP length 28: $got reached a2, bad_l4 $(bad_l4_new)"
 check "a UDP length short of the IP payload: none of the 50 delivered ($got)" test "$got" -eq 0
-check "... all 50 dropped and counted (bad_l4)" test "$(( $(vdrop h1 a1 bad_l4) - bad0 ))" -eq 50
+check "... all 50 dropped and counted (bad_l4)" test "$(bad_l4_new)" -eq 50
 check "vnic set a1 qp_quota 256 (back)" lab ctl h1 -- vnic set a1 qp_quota 256
 
 # UDP/4791 datagrams of SIZE bytes whose first byte (the BTH opcode) is
@@ -133,9 +137,14 @@ print(n)
 PY
 }
 
-# 1. 1200-byte "ACKs" for 2 s through a 40 Mbit/s vNIC.
+# 1. 1200-byte "ACKs" for 2 s through a 40 Mbit/s vNIC.  What reached a2
+# is read once a1's shaper has let out all it held (read at once, it would
+# miss what was still queued: the bound could pass by chance).
+a1_queue() { stat_of h1 "s['vnics']['a1']['dhtb']['egress']['queue_packets']"; }
+a1_drained() { test "$(a1_queue)" -eq 0; }
 before=$(rx_bytes h2 a2)
 sent=$(blast a1 10.0.0.2 1200 0x11 2)
+wait_until 10 a1_drained || not_ok "a1's egress queue drains after the blast" "$(a1_queue) packets still queued"
 got=$(( $(rx_bytes h2 a2) - before ))
 limit=$(( 40000000 / 8 * 2 * 3 / 2 + 2000000 ))   # 1.5x the rate for 2 s + 2 MB of burst and ceiling
 echo "# sent $sent datagrams of 1200 B in 2 s; $got bytes reached a2 (limit $limit)"
@@ -143,15 +152,18 @@ check "oversized control opcodes are charged: $got bytes of $((sent * 1242)) rea
 	test "$got" -le "$limit"
 check "... and dropped at the hard ceiling, counted (dhtb_rdma)" test "$(vdrop h1 a1 dhtb_rdma)" -gt 0
 
-# 2. Genuine ACK-sized control (BTH + AETH + ICRC = 20 bytes) passes.
+# 2. Genuine ACK-sized control (BTH + AETH + ICRC = 20 bytes) passes:
+# a2's counter moves (jakirod forwards after the sender returns: waited on).
 before=$(rx_bytes h2 a2)
 blast a1 10.0.0.2 20 0x11 0.3 > /dev/null
-check "ACK-sized control passes" test "$(( $(rx_bytes h2 a2) - before ))" -gt 0
+a2_got_more() { test "$(rx_bytes h2 a2)" -gt "$before"; }
+check "ACK-sized control passes" wait_until 10 a2_got_more
 
 # 3. Fragmented RoCEv2: 3000-byte datagrams without DF, cut by the tenant's kernel.
 before=$(vdrop h1 a1 roce_frag)
 blast a1 10.0.0.2 3000 0x0a 0.3 nodf > /dev/null
-check "fragmented RoCEv2 dropped and counted (roce_frag)" test "$(vdrop h1 a1 roce_frag)" -gt "$before"
+frag_counted() { test "$(vdrop h1 a1 roce_frag)" -gt "$before"; }
+check "fragmented RoCEv2 dropped and counted (roce_frag)" wait_until 10 frag_counted
 # 4. RC flow table exhaustion: SEND_ONLY to 20,000 new destination QPNs.
 lab exec a1 -- python3 - 10.0.0.2 <<'PY'
 import socket, sys
@@ -165,11 +177,14 @@ for qpn in range(1, 20001):
         except BlockingIOError:
             pass
 PY
+# The sender returns while jakirod still reads its TAP: the drops are
+# waited for (a deadline), then the table is read.
+quota_drops() { test "$(vdrop h1 a1 qp_quota)" -gt 10000; }
+check "... the rest dropped and counted (qp_quota)" wait_until 20 quota_drops
 live=$(lab ctl h1 -- --json show rcft |
 	python3 -c "import json,sys; print([v['live'] for v in json.load(sys.stdin)['vnics'] if v['vnic'] == 'a1'][0])")
 echo "# a1 holds $live RC flows after 20000 new QPNs"
 check "a tenant fills only its own qp_quota (256 RC flows)" test "$live" -le 256
-check "... the rest dropped and counted (qp_quota)" test "$(vdrop h1 a1 qp_quota)" -gt 10000
 lab_bg exec r2 -- timeout 60 "$JAKIRO_BIN/jk_rc_pingpong" -d eth0 -n 50 > "$WORK/pp.srv" 2>&1
 srv=$!
 wait_listen r2 18515 || not_ok "jk_rc_pingpong server listens in r2"
@@ -224,27 +239,36 @@ fi
 # a1's queue is its own htb leaf's bfifo, bounded in bytes; the neighbour
 # must still forward.
 check "vnic set a1 rate 4mbit" lab ctl h1 -- vnic set a1 rate 4mbit
+# The flood says when it is under way; the pings start then and the
+# counters are sampled for as long as it runs (a fixed number of samples,
+# or pings after them, could miss it on a slow machine).
 lab exec a1 -- python3 -c "
 import socket, time
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 s.setblocking(False)
 end = time.monotonic() + 3
+n = 0
 while time.monotonic() < end:
     try:
-        s.sendto(b'x', ('10.0.0.2', 9))
+        s.sendto(b'x', ('10.0.0.2', 9)); n += 1
+        if n == 1000: print('flooding', flush=True)
     except OSError:
         time.sleep(0.0001)
-" &
+" > "$WORK/flood.out" &
 flood=$!
+wait_until 10 grep -q flooding "$WORK/flood.out" || not_ok "the flood starts" "$(cat "$WORK/flood.out")"
+lab exec r1 -- ping -c 20 -i 0.05 -W 1 10.0.0.2 > "$WORK/flood-pings.out" 2>&1 &
+pinger=$!
 held_max=0 q_max=0
-for _ in $(seq 12); do
+while kill -0 "$flood" 2>/dev/null; do
 	read -r held q < <(stat_of h1 "s['datapath']['held'], s['vnics']['a1']['dhtb']['egress']['queue_packets']" | tr -d '(),')
-	[ "$held" -gt "$held_max" ] && held_max=$held
-	[ "$q" -gt "$q_max" ] && q_max=$q
-	sleep 0.1        # sampling the counters while the flood runs, not waiting for it
+	[ "${held:-0}" -gt "$held_max" ] && held_max=$held
+	[ "${q:-0}" -gt "$q_max" ] && q_max=$q
+	sleep 0.1        # the sampling period, not a wait for something
 done
-pings=$(lab exec r1 -- ping -c 20 -i 0.05 -W 1 10.0.0.2 | sed -n 's/.* \([0-9]*\) received.*/\1/p')
 wait "$flood"
+wait "$pinger"
+pings=$(sed -n 's/.* \([0-9]*\) received.*/\1/p' "$WORK/flood-pings.out")
 echo "# during the flood: a1's egress queue peaked at $q_max packets, all queues at $held_max; r1 got $pings of 20 pings back"
 if [ "$DATAPATH" = user ]; then
 	check "a flood of tiny frames fills its queue ($q_max packets > 256) ..." test "$q_max" -gt 256
