@@ -76,7 +76,10 @@ check "vnic add evil (afpacket on a VM's TAP)" \
 echo "arp 2 02:00:00:00:e0:01 10.0.0.3 10.0.0.1 1000 3000" >&7
 echo "arp 1 02:00:00:00:e0:01 10.0.0.3 10.0.0.1 1000 3000" >&7
 echo "arp 2 02:00:00:00:e0:01 10.0.0.3 10.0.0.2 65520 65600" >&7
-wait_until 10 test "$(grep -c wrote "$WORK/evil.out")" -ge 3 || not_ok "the kernel takes the three writes" "$(cat "$WORK/evil.out")"
+# A function, so that each try counts again ("$(grep ...)" as an argument
+# of wait_until was counted once, before the writes, and never came true).
+writes_ge() { test "$(grep -c wrote "$WORK/evil.out")" -ge "$1"; }
+wait_until 10 writes_ge 3 || not_ok "the kernel takes the three writes" "$(cat "$WORK/evil.out" | tr '\n' ' ')"
 vgso() { test "$(vdrop h1 evil vnet_gso)" -ge "$1"; }
 wait_until 10 vgso 3
 check "ARP with a GSO request: the three dropped and counted (vnet_gso): $(vdrop h1 evil vnet_gso)" vgso 3
