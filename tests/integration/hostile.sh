@@ -183,11 +183,11 @@ PY
 # The sender returns while jakirod still reads its TAP: the drops are
 # waited for (a deadline), then the table is read.
 quota_drops() { test "$(vdrop h1 a1 qp_quota)" -gt 10000; }
-check "... the rest dropped and counted (qp_quota)" wait_until 20 quota_drops
+check "20000 new QPNs: those past the tenant's qp_quota dropped and counted (qp_quota)" wait_until 20 quota_drops
 live=$(lab ctl h1 -- --json show rcft |
 	python3 -c "import json,sys; print([v['live'] for v in json.load(sys.stdin)['vnics'] if v['vnic'] == 'a1'][0])")
 echo "# a1 holds $live RC flows after 20000 new QPNs"
-check "a tenant fills only its own qp_quota (256 RC flows)" test "$live" -le 256
+check "... it fills only its own qp_quota (256 RC flows)" test "$live" -le 256
 lab_bg exec r2 -- timeout 60 "$JAKIRO_BIN/jk_rc_pingpong" -d eth0 -n 50 > "$WORK/pp.srv" 2>&1
 srv=$!
 wait_listen r2 18515 || not_ok "jk_rc_pingpong server listens in r2"
