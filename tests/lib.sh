@@ -1,8 +1,12 @@
 # tests/lib.sh — shared helpers of the shell tests (sourced).
 #
 #   ok NAME / not_ok NAME [WHY]   TAP-like result lines counted by tests/run
-#   check NAME CMD...             ok if CMD succeeds
-#   wait_until SECS CMD...        polls CMD until it succeeds or the deadline
+#   check NAME CMD...             ok if CMD succeeds; if not, WHY is the end of
+#                                 its output, or (none) the command with its
+#                                 values ("test 612 -le 536")
+#   wait_until SECS CMD...        polls CMD until it succeeds or the deadline;
+#                                 at the deadline it says on stderr what it
+#                                 waited for and what the last try saw
 #   lab_up FILE                   jakiro-lab up with this run's prefix; torn down on exit
 #   lab ARGS...                   jakiro-lab with this run's prefix
 #   lab_bg ARGS...                the same in the background; $! is the command's own PID
@@ -36,16 +40,42 @@ at_exit() { _cleanups+=("$*"); }
 
 ok() { echo "ok - $1"; }
 not_ok() { echo "not ok - $1${2:+ # $2}"; FAILED=1; }
-check() { local name=$1; shift; if "$@" >"$WORK/last.out" 2>&1; then ok "$name"; else not_ok "$name" "$(tail -3 "$WORK/last.out" | tr '\n' ' ')"; fi; }
-check_fails() { local name=$1; shift; if "$@" >"$WORK/last.out" 2>&1; then not_ok "$name" "succeeded but should not"; else ok "$name"; fi; }
+# Why CMD (just run, its output in $WORK/last.out) failed, on one line: the
+# end of what it said, or when it said nothing (`test "$got" -le "$limit"`)
+# the command itself with the values it compared.
+why_failed() {   # CMD...
+	if [ -s "$WORK/last.out" ]; then
+		tail -5 "$WORK/last.out" | tr '\n' ' ' | cut -c1-600
+	else
+		printf 'false: %s' "$*" | tr '\n' ' ' | cut -c1-300
+	fi
+}
+check() { local name=$1; shift; if "$@" >"$WORK/last.out" 2>&1; then ok "$name"; else not_ok "$name" "$(why_failed "$@")"; fi; }
+check_fails() {
+	local name=$1; shift
+	if "$@" >"$WORK/last.out" 2>&1; then
+		not_ok "$name" "succeeded but should not: $(tail -2 "$WORK/last.out" | tr '\n' ' ' | cut -c1-300)"
+	else
+		ok "$name"
+	fi
+}
 
+# Each try runs traced in a subshell, its output and trace kept, so that at
+# the deadline the values the condition last compared can be shown
+# ("+ test 412 -ge 600"): a check that timed out says why.
 wait_until() {
 	local secs=$1; shift
-	local deadline=$(( $(date +%s%N) + secs * 1000000000 ))
-	while ! "$@" >/dev/null 2>&1; do
-		[ "$(date +%s%N)" -lt "$deadline" ] || return 1
+	local deadline=$(( $(date +%s%N) + secs * 1000000000 )) last=$WORK/wait_until.$BASHPID
+	while ! ( set -x; "$@" ) >"$last" 2>&1; do
+		if [ "$(date +%s%N)" -ge "$deadline" ]; then
+			{ printf 'not within %s s: %s; last try:\n' "$secs" "$*" | cut -c1-300
+			  tail -4 "$last" | cut -c1-200; } >&2
+			rm -f "$last"
+			return 1
+		fi
 		sleep 0.05
 	done
+	rm -f "$last"
 }
 
 lab() { $LAB "$@"; }

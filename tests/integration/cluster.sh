@@ -65,6 +65,12 @@ print(r.read().decode())" "$1" "$2"
 # -- learned from etcd only ---------------------------------------------------
 check "the hosts' configurations carry no VLT entry" \
 	python3 -c "import json,sys; sys.exit(any(json.load(open('/run/jakiro-lab/$P/%s.json' % h))['vlt'] for h in ('h1','h2','h3')))"
+# `lab up` waits for each daemon to answer, not for their agents to have
+# heard each other through etcd: that is waited for (a deadline), then pinged.
+learned_all() {
+	has_vlt h1 blue 10.0.0.2 && has_vlt h2 blue 10.0.0.1 && has_vlt h1 red 10.0.0.3 && has_vlt h3 red 10.0.0.1
+}
+check "the hosts learned each other's vNICs from etcd" wait_until 20 learned_all
 check "blue1 (h1) reaches blue2 (h2) through entries from etcd" lab exec blue1 -- ping -c 2 -W 2 10.0.0.2
 check "red3 (h3) reaches red1 (h1)" lab exec red3 -- ping -c 2 -W 2 10.0.0.1
 check "h2 does not watch red (no red vNIC there): no red entry" sh -c "! $LAB ctl h2 -- show vlt | grep -q '^red '"
@@ -74,6 +80,7 @@ check "cluster show lists both VPCs" sh -c "$CLUSTER show vpcs | grep -q 'blue *
 ns b3
 check "run-time vNIC blue3 added on h3" lab ctl h3 -- vnic add blue3 vpc blue ip 10.0.0.3 netns "$P-b3"
 check "h1 learned blue3 from etcd" wait_until 5 has_vlt h1 blue 10.0.0.3
+check "h3 (which now watches blue) learned blue1" wait_until 5 has_vlt h3 blue 10.0.0.1
 check "blue1 reaches the run-time vNIC with no vlt add" lab exec blue1 -- ping -c 2 -W 2 10.0.0.3
 
 # -- one address, one vNIC per VPC ----------------------------------------------

@@ -76,6 +76,14 @@ pod() {   # NAME: a pod namespace of this run, removed at exit
 	ip netns add "$LAB_PREFIX-$1" && at_exit "ip netns del $LAB_PREFIX-$1"
 	ip -n "$LAB_PREFIX-$1" link set lo up
 }
+# `lab up` waits for each daemon to answer, not for their agents to have
+# heard each other through etcd: the pings below across hosts need that.
+knows() {   # HOST IP VTEP: HOST's VLT has IP at VTEP (learned from etcd)
+	lab ctl "$1" -- show vlt | grep -qE "^blue +1001 +$2 .*vtep $3\$"
+}
+knows_both() { knows h1 10.0.0.2 172.30.0.2 && knows h2 10.0.0.1 172.30.0.1; }
+check "h1 and h2 learned each other's tenant from etcd" wait_until 20 knows_both
+
 pod pod1; pod pod2
 NS1=/run/netns/$LAB_PREFIX-pod1 NS2=/run/netns/$LAB_PREFIX-pod2
 

@@ -76,8 +76,10 @@ check "vnic add evil (afpacket on a VM's TAP)" \
 echo "arp 2 02:00:00:00:e0:01 10.0.0.3 10.0.0.1 1000 3000" >&7
 echo "arp 1 02:00:00:00:e0:01 10.0.0.3 10.0.0.1 1000 3000" >&7
 echo "arp 2 02:00:00:00:e0:01 10.0.0.3 10.0.0.2 65520 65600" >&7
-evil_wrote() { test "$(grep -c wrote "$WORK/evil.out")" -ge 3; }   # counted anew on each try
-wait_until 10 evil_wrote || not_ok "the kernel takes the three writes" "$(cat "$WORK/evil.out")"
+# A function, so that each try counts again ("$(grep ...)" as an argument
+# of wait_until was counted once, before the writes, and never came true).
+writes_ge() { test "$(grep -c wrote "$WORK/evil.out")" -ge "$1"; }
+wait_until 10 writes_ge 3 || not_ok "the kernel takes the three writes" "$(cat "$WORK/evil.out" | tr '\n' ' ')"
 vgso() { test "$(vdrop h1 evil vnet_gso)" -ge "$1"; }
 wait_until 10 vgso 3
 check "ARP with a GSO request: the three dropped and counted (vnet_gso): $(vdrop h1 evil vnet_gso)" vgso 3
@@ -105,11 +107,15 @@ for qpn in range(1, 51):
     udp = struct.pack("!HHHH", 49152, 4791, 28, 0)      # length 28: an ACK's, of 980 bytes
     s.sendto(udp + bth + bytes(1000 - 20 - 8 - len(bth)), (sys.argv[1], 0))
 PY
-sleep 0.5
+# jakirod has read the 50 when it has counted them (a deadline, not a
+# sleep); then none can still be on its way to a2.
+bad_l4_new() { echo $(( $(vdrop h1 a1 bad_l4) - bad0 )); }
+bad_l4_all() { test "$(bad_l4_new)" -ge 50; }
+wait_until 10 bad_l4_all
 got=$(( $(rx_pkts h2 a2) - before ))
-echo "# 50 'ACKs' of 1000 bytes claiming UDP length 28: $got reached a2, bad_l4 $(( $(vdrop h1 a1 bad_l4) - bad0 ))"
+echo "# 50 'ACKs' of 1000 bytes claiming UDP length 28: $got reached a2, bad_l4 $(bad_l4_new)"
 check "a UDP length short of the IP payload: none of the 50 delivered ($got)" test "$got" -eq 0
-check "... all 50 dropped and counted (bad_l4)" test "$(( $(vdrop h1 a1 bad_l4) - bad0 ))" -eq 50
+check "... all 50 dropped and counted (bad_l4)" test "$(bad_l4_new)" -eq 50
 check "vnic set a1 qp_quota 256 (back)" lab ctl h1 -- vnic set a1 qp_quota 256
 
 # UDP/4791 datagrams of SIZE bytes whose first byte (the BTH opcode) is
@@ -134,9 +140,14 @@ print(n)
 PY
 }
 
-# 1. 1200-byte "ACKs" for 2 s through a 40 Mbit/s vNIC.
+# 1. 1200-byte "ACKs" for 2 s through a 40 Mbit/s vNIC.  What reached a2
+# is read once a1's shaper has let out all it held (read at once, it would
+# miss what was still queued: the bound could pass by chance).
+a1_queue() { stat_of h1 "s['vnics']['a1']['dhtb']['egress']['queue_packets']"; }
+a1_drained() { test "$(a1_queue)" -eq 0; }
 before=$(rx_bytes h2 a2)
 sent=$(blast a1 10.0.0.2 1200 0x11 2)
+wait_until 10 a1_drained || not_ok "a1's egress queue drains after the blast" "$(a1_queue) packets still queued"
 got=$(( $(rx_bytes h2 a2) - before ))
 limit=$(( 40000000 / 8 * 2 * 3 / 2 + 2000000 ))   # 1.5x the rate for 2 s + 2 MB of burst and ceiling
 echo "# sent $sent datagrams of 1200 B in 2 s; $got bytes reached a2 (limit $limit)"
@@ -144,15 +155,18 @@ check "oversized control opcodes are charged: $got bytes of $((sent * 1242)) rea
 	test "$got" -le "$limit"
 check "... and dropped at the hard ceiling, counted (dhtb_rdma)" test "$(vdrop h1 a1 dhtb_rdma)" -gt 0
 
-# 2. Genuine ACK-sized control (BTH + AETH + ICRC = 20 bytes) passes.
+# 2. Genuine ACK-sized control (BTH + AETH + ICRC = 20 bytes) passes:
+# a2's counter moves (jakirod forwards after the sender returns: waited on).
 before=$(rx_bytes h2 a2)
 blast a1 10.0.0.2 20 0x11 0.3 > /dev/null
-check "ACK-sized control passes" test "$(( $(rx_bytes h2 a2) - before ))" -gt 0
+a2_got_more() { test "$(rx_bytes h2 a2)" -gt "$before"; }
+check "ACK-sized control passes" wait_until 10 a2_got_more
 
 # 3. Fragmented RoCEv2: 3000-byte datagrams without DF, cut by the tenant's kernel.
 before=$(vdrop h1 a1 roce_frag)
 blast a1 10.0.0.2 3000 0x0a 0.3 nodf > /dev/null
-check "fragmented RoCEv2 dropped and counted (roce_frag)" test "$(vdrop h1 a1 roce_frag)" -gt "$before"
+frag_counted() { test "$(vdrop h1 a1 roce_frag)" -gt "$before"; }
+check "fragmented RoCEv2 dropped and counted (roce_frag)" wait_until 10 frag_counted
 # 4. RC flow table exhaustion: SEND_ONLY to 131,072 new destination QPNs
 # (twice the table's 65,536 entries), from two senders pinned to the two
 # CPUs at once, so that both CPUs admit a1's new QPs together (on the fast
@@ -177,11 +191,14 @@ last_cpu=$(( $(nproc) > 1 ? 1 : 0 ))
 flood_qpns 0 1 65536 & f0=$!
 flood_qpns "$last_cpu" 65537 65536 & f1=$!
 wait $f0 $f1
+# The senders return while jakirod may still read the TAP: the drops are
+# waited for (a deadline), then the table is read.
+quota_drops() { test "$(vdrop h1 a1 qp_quota)" -gt 100000; }
+check "131072 new QPNs: those past the tenant's qp_quota dropped and counted (qp_quota)" wait_until 30 quota_drops
 live=$(lab ctl h1 -- --json show rcft |
 	python3 -c "import json,sys; print([v['live'] for v in json.load(sys.stdin)['vnics'] if v['vnic'] == 'a1'][0])")
 echo "# a1 holds $live RC flows after 131072 new QPNs from two CPUs"
-check "a tenant fills exactly its own qp_quota (256 RC flows), from two CPUs at once: $live" test "$live" -eq 256
-check "... the rest dropped and counted (qp_quota)" test "$(vdrop h1 a1 qp_quota)" -gt 100000
+check "... it fills exactly its own qp_quota (256 RC flows), from two CPUs at once: $live" test "$live" -eq 256
 lab_bg exec r2 -- timeout 60 "$JAKIRO_BIN/jk_rc_pingpong" -d eth0 -n 50 > "$WORK/pp.srv" 2>&1
 srv=$!
 wait_listen r2 18515 || not_ok "jk_rc_pingpong server listens in r2"

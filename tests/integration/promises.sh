@@ -64,22 +64,25 @@ check "and not at the sender's egress" \
 # A live ping from b1 to b3 (at h3).  h1's VLT entry for b3 goes and comes
 # back while it runs: the packets in between are dropped as no_route at
 # once (the cached NFT action is stale, rebuilt, finds no route), the
-# ones after flow again — each change obeyed by the next packet.
+# ones after flow again — each change obeyed by the next packet.  The ping
+# runs until the replies are back (its -w is only a safety net): with a
+# fixed count it could end before the add on a slow machine.
 mac3=$(lab ctl h1 -- --json show vlt | python3 -c 'import json,sys; print([e["mac"] for e in json.load(sys.stdin) if e["ip"] == "10.0.0.3"][0])')
 stale0=$(stat_of h1 "s['datapath']['nft_stale']")
-lab exec b1 -- ping -c 60 -i 0.05 -W 1 10.0.0.3 > "$WORK/ping.out" 2>&1 &
+lab_bg exec b1 -- ping -i 0.05 -W 1 -w 60 10.0.0.3 > "$WORK/ping.out" 2>&1
 pinger=$!
 at_exit "kill $pinger"
 replies() { grep -c "bytes from 10.0.0.3" "$WORK/ping.out"; }
-wait_until 5 sh -c "test \$(grep -c 'bytes from' $WORK/ping.out) -ge 5" || not_ok "the flow ran"
+replies_ge() { test "$(replies)" -ge "$1"; }
+no_route_ge() { test "$(stat_of h1 "s['vnics']['b1']['drops'].get('no_route', 0)")" -ge "$1"; }
+wait_until 5 replies_ge 5 || not_ok "the flow ran" "$(tail -3 "$WORK/ping.out" | tr '\n' ' ')"
 lab ctl h1 -- vlt del vpc blue ip 10.0.0.3 >/dev/null || not_ok "vlt del"
-wait_until 5 sh -c "test \$($LAB ctl h1 -- --json show stats | python3 -c 'import json,sys; print(json.load(sys.stdin)[\"vnics\"][\"b1\"][\"drops\"].get(\"no_route\", 0))') -ge 3" ||
-	not_ok "packets after the delete were dropped as no_route"
+wait_until 5 no_route_ge 3 || not_ok "packets after the delete were dropped as no_route"
 before=$(replies)
 lab ctl h1 -- vlt add vpc blue ip 10.0.0.3 mac "$mac3" vtep 172.30.0.3 >/dev/null || not_ok "vlt add"
-wait $pinger
-check "the live flow stopped at the delete and resumed after the add ($before, then $(replies) replies)" \
-	test "$(replies)" -gt "$before"
+check "the live flow stopped at the delete and resumed after the add ($before replies before it)" \
+	wait_until 10 replies_ge $((before + 1))
+kill "$pinger"; wait "$pinger" 2>/dev/null
 # The NFT and jakirod's output ports are the user datapath's: the kernel
 # fast path reads the VLT itself on every packet and writes no port.
 if [ "$DATAPATH" = user ]; then
@@ -89,8 +92,8 @@ if [ "$DATAPATH" = user ]; then
 	# down: the TAP refuses writes) is dropped and counted against that vNIC.
 	lab exec b3 -- ip link set eth0 down
 	lab exec b1 -- ping -c 3 -i 0.2 -W 1 10.0.0.3 > /dev/null 2>&1
-	check "frames the port refused counted as tx_full on the vNIC" \
-		test "$(stat_of h3 's["vnics"]["b3"]["drops"].get("tx_full", 0)')" -gt 0
+	tx_full() { test "$(stat_of h3 's["vnics"]["b3"]["drops"].get("tx_full", 0)')" -gt 0; }
+	check "frames the port refused counted as tx_full on the vNIC" wait_until 10 tx_full
 	lab exec b3 -- ip link set eth0 up
 fi
 exit $FAILED

@@ -22,6 +22,7 @@ server prints its report and counters and exits.
 import socket
 import struct
 import sys
+import threading
 import time
 
 from scapy.all import IP, UDP, Raw, AsyncSniffer, send, conf
@@ -86,19 +87,29 @@ elif case == "valid":
 elif case != "past-end":
     raise SystemExit("unknown case " + case)
 reth = struct.pack("!QII", va, rkey, dlen)
-sniff = AsyncSniffer(iface="eth0", filter="udp dst port 4791 and src host %s" % server, store=True)
+
+
+def is_answer(p):   # the server's ACKNOWLEDGE (ACK or NAK): AETH after the 12-byte BTH
+    raw = bytes(p[UDP].payload) if UDP in p else b""
+    return len(raw) >= 16 and raw[0] == 0x11
+
+
+# Sniffing from before the WRITE leaves (started_callback: the socket is
+# open) until the server's answer arrives, with a deadline: no sleep
+# guesses how long either takes.
+ANSWER_DEADLINE_S = 10
+listening = threading.Event()
+sniff = AsyncSniffer(iface="eth0", filter="udp dst port 4791 and src host %s" % server, store=True,
+                     started_callback=listening.set, stop_filter=is_answer)
 sniff.start()
-time.sleep(0.2)
+if not listening.wait(ANSWER_DEADLINE_S):
+    raise SystemExit("the sniffer did not start")
 pkt = IP(src=me, dst=server, id=1, flags="DF") / UDP(sport=49152, dport=4791, chksum=0) / \
     BTH(opcode=op, dqpn=qpn, psn=MY_PSN, ackreq=1) / Raw(reth + payload)
 send(pkt, iface="eth0")
-time.sleep(1.0)
-got = sniff.stop()
-naks = []
-for p in got:
-    raw = bytes(p[UDP].payload)
-    if len(raw) >= 16 and raw[0] == 0x11:      # ACKNOWLEDGE: AETH after the 12-byte BTH
-        naks.append(raw[12])
+sniff.join(ANSWER_DEADLINE_S)
+got = sniff.stop() if sniff.running else sniff.results
+naks = [bytes(p[UDP].payload)[12] for p in got if is_answer(p)]
 print("answer", " ".join("ack" if n & 0x60 == 0 else "nak %#x" % n for n in naks) or "none", flush=True)
 # The end of a run: the hand shake that waits it out, the five 8-byte
 # report fields, the closing hand shake and "done".

@@ -7,7 +7,7 @@ cd "$(dirname "$0")/../.." || exit 1
 BUILD=${BUILD:-build-san}
 B=$BUILD/bin
 LAB=lab/jakiro-lab
-P=rj$(( $$ % 100000 ))        # the lab takes prefixes of up to 8 characters
+P=${LAB_PREFIX:-rj$(( $$ % 100000 ))}   # the lab takes prefixes of up to 8 characters (tests/run gives one)
 for t in jk_write_bw jk_write_lat jk_read_bw; do
 	[ -x "$B/$t" ] || { echo "# $B/$t missing"; exit 77; }
 done

@@ -20,7 +20,7 @@
 # ok NAME / not_ok NAME / check NAME CMD...   TAP-like result lines.
 
 BUILD=${BUILD:-build-san}
-RN_PREFIX="rn$$"
+RN_PREFIX=${LAB_PREFIX:-rn$$}      # tests/run gives each suite its prefix: what it leaves is found by it
 NS1="${RN_PREFIX}a"
 NS2="${RN_PREFIX}b"
 IF1="${RN_PREFIX}x"

@@ -17,7 +17,7 @@
 set -u
 root=$(cd "$(dirname "$0")/../.." && pwd)
 vm=$root/lab/vm
-p=rx$$
+p=${LAB_PREFIX:-rx$$}          # tests/run gives each suite its prefix: what it leaves is found by it
 ns_a=${p}a ns_b=${p}b ns_br=${p}br
 ip_a=10.77.0.1 ip_b=10.77.0.2 ip_out=10.77.0.9
 boot_limit=180                # seconds for a VM to boot and its server to listen
