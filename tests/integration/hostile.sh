@@ -187,16 +187,23 @@ for qpn in range(first, first + count):
             pass
 PY
 }
+a1_live() {
+	lab ctl h1 -- --json show rcft |
+		python3 -c "import json,sys; print([v['live'] for v in json.load(sys.stdin)['vnics'] if v['vnic'] == 'a1'][0])"
+}
+# QPN 1 first: a QP of a1's admitted before the flood (section 7 sends to it).
+flood_qpns 0 1 1
+live_ge1() { test "$(a1_live)" -ge 1; }
+wait_until 10 live_ge1 || not_ok "a1's QPN 1 admitted before the flood"
 last_cpu=$(( $(nproc) > 1 ? 1 : 0 ))
-flood_qpns 0 1 65536 & f0=$!
-flood_qpns "$last_cpu" 65537 65536 & f1=$!
+flood_qpns 0 2 65536 & f0=$!
+flood_qpns "$last_cpu" 65538 65536 & f1=$!
 wait $f0 $f1
 # The senders return while jakirod may still read the TAP: the drops are
 # waited for (a deadline), then the table is read.
 quota_drops() { test "$(vdrop h1 a1 qp_quota)" -gt 100000; }
 check "131072 new QPNs: those past the tenant's qp_quota dropped and counted (qp_quota)" wait_until 30 quota_drops
-live=$(lab ctl h1 -- --json show rcft |
-	python3 -c "import json,sys; print([v['live'] for v in json.load(sys.stdin)['vnics'] if v['vnic'] == 'a1'][0])")
+live=$(a1_live)
 echo "# a1 holds $live RC flows after 131072 new QPNs from two CPUs"
 check "... it fills exactly its own qp_quota (256 RC flows), from two CPUs at once: $live" test "$live" -eq 256
 lab_bg exec r2 -- timeout 60 "$JAKIRO_BIN/jk_rc_pingpong" -d eth0 -n 50 > "$WORK/pp.srv" 2>&1
