@@ -62,7 +62,8 @@ check_fails() {
 
 # Each try runs traced in a subshell, its output and trace kept, so that at
 # the deadline the values the condition last compared can be shown
-# ("+ test 412 -ge 600"): a check that timed out says why.
+# ("+ test 412 -ge 600"): a check that timed out says why.  So a condition
+# cannot keep state between tries: give it its baseline as arguments.
 wait_until() {
 	local secs=$1; shift
 	local deadline=$(( $(date +%s%N) + secs * 1000000000 )) last=$WORK/wait_until.$BASHPID

@@ -28,6 +28,7 @@
 #include "core/gro.h"
 #include "daemon/conf.h"
 #include "daemon/port.h"
+#include "daemon/share.h"
 #include "daemon/underlay.h"
 
 #define JK_BATCH     32         /* packets per read / write burst */
@@ -35,13 +36,7 @@
 #define JK_UNDERLAY_READS 8     /* underlay reads per wake-up (each up to 64 KiB) */
 #define JK_GRO_SPARES 64        /* buffers one read may split into, besides its own */
 #define JK_DISPATCH_MAX (1 + JK_GRO_SPARES)   /* packets one dispatch() handles at most */
-/* A vNIC's share of one round of a datapath thread, in segments: a full
- * batch of 64 KiB super-frames cut at a 1500-byte MTU's MSS (45 segments
- * each).  A vNIC whose frames stand for more segments (TSO with tiny
- * segments: up to 1024 each) gets fewer frames per round, so that its
- * neighbours wait for about the same work whatever it sends (issue 23,
- * finding 3; docs/security.md "Work per segment"). */
-#define JK_ROUND_SEGS (JK_BATCH * 45)
+_Static_assert(JK_BATCH == JK_SHARE_BATCH, "a vNIC's round reads at most one batch (daemon/share.h)");
 
 _Static_assert(JK_BATCH <= JK_DISPATCH_MAX, "a vNIC batch fits one dispatch");
 
@@ -90,7 +85,7 @@ struct jk_worker {
 	unsigned n_pending;
 	struct jk_gro_stats gro;
 	uint64_t gro_no_buffer_counted;
-	uint8_t vnic_frames[JK_MAX_VNICS];  /* frames to read from each vNIC next round (0: JK_BATCH) */
+	struct jk_vnic_share share[JK_MAX_VNICS];    /* each vNIC's segment account (on_vnic) */
 };
 
 struct jakirod {

@@ -163,32 +163,24 @@ static void release_held(struct jk_worker *w)
 
 /* ---- input ------------------------------------------------------------------ */
 
-/* How many frames of a vNIC the next round reads: JK_ROUND_SEGS' worth at
- * the segments per frame this round's frames stood for (1..JK_BATCH).  A
- * new vNIC in a slot starts from its predecessor's figure, corrected after
- * one round. */
-static uint8_t frames_for_round(unsigned frames, unsigned segs)
-{
-	unsigned n = segs > frames ? JK_ROUND_SEGS * frames / segs : JK_BATCH;
-
-	return (uint8_t)(n < 1 ? 1 : n > JK_BATCH ? JK_BATCH : n);
-}
-
+/* A vNIC's round: as many frames as its segment account allows
+ * (daemon/share.h), none while it is in debt. */
 static void on_vnic(struct jk_worker *w, uint16_t id)
 {
 	struct jakirod *d = w->d;
+	struct jk_vnic_share *share = &w->share[id];
 	struct jk_pkt *pkts[JK_BATCH];
-	unsigned want = w->vnic_frames[id] ? w->vnic_frames[id] : JK_BATCH;
-	unsigned n = pool_get(d, pkts, want), got, segs = 0;
+	unsigned want = jk_share_frames(share), n, got, segs = 0;
 
-	got = jk_port_recv(&d->vnics[id].port, w->idx, pkts, n);
+	n = want ? pool_get(d, pkts, want) : 0;
+	got = n ? jk_port_recv(&d->vnics[id].port, w->idx, pkts, n) : 0;
 	pool_put_many(d, pkts + got, n - got);
 	if (got) {
 		pthread_mutex_lock(&d->dp_lock);
 		jk_dp_egress(d->dp, id, pkts, got, jk_now_ns());
 		for (unsigned i = 0; i < got; i++)   /* sent now or, if held, later: work either way */
 			segs += pkts[i]->off.segs ? pkts[i]->off.segs : 1;
-		w->vnic_frames[id] = frames_for_round(got, segs);
+		jk_share_pay(share, got, segs);
 		got = own_packets(pkts, got);
 		pthread_mutex_unlock(&d->dp_lock);
 		dispatch(w, pkts, got);
@@ -367,6 +359,8 @@ int jk_loop_watch_vnic(struct jakirod *d, uint16_t id)
 {
 	for (unsigned t = 0; t < d->n_workers; t++) {
 		int fd = jk_port_rx_fd(&d->vnics[id].port, t), r;
+
+		d->workers[t]->share[id] = (struct jk_vnic_share){ 0 };   /* a new vNIC owes nothing */
 
 		if (fd >= 0 && (r = watch(d->workers[t]->epfd, fd, EV(EV_VNIC, id)))) {
 			jk_loop_unwatch_vnic(d, id);

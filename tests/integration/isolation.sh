@@ -75,10 +75,9 @@ if [ -x "$JAKIRO_BIN/jk_write_bw" ]; then
 	cls_bytes() {     # "RDMA TCP": red2's ingress bytes per class, from one reading
 		stat_of h2 "' '.join(str(s['vnics']['red2']['dhtb']['ingress'][c]['bytes']) for c in ('rdma', 'tcp'))"
 	}
-	both_moving() {   # both classes grew since the last call
+	grew_since() {    # RDMA TCP: both classes' bytes grew past these
 		local r t; read -r r t < <(cls_bytes)
-		[ "$r" -gt "$rb" ] && [ "$t" -gt "$tb" ]; local rc=$?
-		rb=$r; tb=$t; return $rc
+		[ "$r" -gt "$1" ] && [ "$t" -gt "$2" ]
 	}
 	iperf_server red2 5204
 	lab_bg exec red2 -- "$JAKIRO_BIN/jk_write_bw" -d eth0 -D 12 > "$WORK/srv5.log" 2>&1
@@ -88,8 +87,12 @@ if [ -x "$JAKIRO_BIN/jk_write_bw" ]; then
 	cli=$!
 	iperf_bps red1 red2 5204 12 > "$WORK/iperf5.out" &
 	ip5=$!
+	moving=no         # both grew, and again since: both are running now
 	read -r rb tb < <(cls_bytes)
-	moving=no; wait_until 8 both_moving && wait_until 4 both_moving && moving=yes
+	if wait_until 8 grew_since "$rb" "$tb"; then
+		read -r rb tb < <(cls_bytes)
+		wait_until 4 grew_since "$rb" "$tb" && moving=yes
+	fi
 	read -r r0 t0 < <(cls_bytes)
 	sleep 4           # the measured window, not a wait for anything
 	read -r r1 t1 < <(cls_bytes)
