@@ -61,8 +61,12 @@ refused() {   # NAME EXPECTED-TEXT HOST ARGS...
 refused "bad IP refused" "ip" h1 vnic add bad1 vpc blue ip 10.0.0.300
 refused "IP outside the subnet refused" "subnet" h1 vnic add bad2 vpc blue ip 10.9.0.1
 refused "unknown VPC refused" "vpc" h1 vnic add bad3 vpc green ip 10.0.0.9
-refused "duplicate address refused" "ip" h1 vnic add bad4 vpc blue ip 10.0.0.1
+refused "duplicate address refused" "ip" h1 vnic add bad4 vpc blue ip 10.0.0.1 netns "$ns"
 refused "missing netns refused" "netns" h1 vnic add bad5 vpc blue ip 10.0.0.9 netns ${LAB_PREFIX}-nonesuch
+# On the kernel fast path a vNIC without netns is a veth pair with both ends
+# in jakirod's namespace: its tenant end needs a name of its own.
+[ "$DATAPATH" = ebpf ] &&
+	refused "veth vNIC without netns or tenant_ifname refused" "tenant_ifname" h1 vnic add bad6 vpc blue ip 10.0.0.9
 refused "MTU above underlay - 50 refused" "mtu" h1 vnic add bad6 vpc blue ip 10.0.0.9 netns "$ns" mtu 1460
 refused "unknown field refused" "speed" h1 vnic add bad7 vpc blue ip 10.0.0.9 speed 3
 refused "bad MAC in vlt refused" "mac" h2 vlt add vpc blue ip 10.0.0.9 mac zz:00 vtep 172.30.0.1

@@ -178,9 +178,9 @@ ip -n "$ns" link set lo up
 conf() {   # FILE METRICS_LISTEN-JSON-VALUE
 	cat > "$1" <<JSON
 {"host": "hm", "vtep": "127.0.0.1", "ctl_socket": "$WORK/hm.sock", "state_file": "$WORK/hm.state",
- "metrics_listen": $2, "threads": 1,
+ "metrics_listen": $2, "threads": 1, "datapath": "$DATAPATH",
  "vpcs": [{"name": "blue", "vni": 1001, "subnet": "10.9.0.0/24"}],
- "vnics": [{"name": "m1", "vpc": "blue", "ip": "10.9.0.1", "ifname": "${LAB_PREFIX}m1"}]}
+ "vnics": [{"name": "m1", "vpc": "blue", "ip": "10.9.0.1", "ifname": "${LAB_PREFIX}m1", "tenant_ifname": "${LAB_PREFIX}n1"}]}
 JSON
 }
 for bad in '"127.0.0.1"' '"127.0.0.1:0"' '"127.0.0.1:65536"' '"localhost:9469"' '":9469"' '9469'; do
@@ -208,15 +208,15 @@ check "... and nothing created (no TAP, no control socket)" \
 kill "$squatter"; wait "$squatter" 2>/dev/null
 
 # -- 256 vNICs ----------------------------------------------------------------------------
-python3 - "$WORK" "$LAB_PREFIX" "$PORT" > "$WORK/big.json" <<'PY'
+python3 - "$WORK" "$LAB_PREFIX" "$PORT" "$DATAPATH" > "$WORK/big.json" <<'PY'
 import json, sys
-work, prefix, port = sys.argv[1], sys.argv[2], int(sys.argv[3])
+work, prefix, port, datapath = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
 print(json.dumps({
-    "host": "hbig", "vtep": "127.0.0.1", "threads": 1, "metrics_listen": "127.0.0.1:%d" % port,
+    "host": "hbig", "vtep": "127.0.0.1", "threads": 1, "metrics_listen": "127.0.0.1:%d" % port, "datapath": datapath,
     "ctl_socket": work + "/big.sock", "state_file": work + "/big.state",
     "vpcs": [{"name": "blue", "vni": 1001, "subnet": "10.8.0.0/16"}],
     "vnics": [{"name": "v%d" % i, "vpc": "blue", "ip": "10.8.%d.%d" % (i // 200, i % 200 + 1),
-               "ifname": "%sy%d" % (prefix, i)} for i in range(256)]}))
+               "ifname": "%sy%d" % (prefix, i), "tenant_ifname": "%sz%d" % (prefix, i)} for i in range(256)]}))
 PY
 ip netns exec "$ns" "$JAKIRO_BIN/jakirod" -c "$WORK/big.json" > "$WORK/big.log" 2>&1 &
 big=$!
