@@ -18,9 +18,10 @@ ip netns add "$ns" || { not_ok "namespace"; exit 1; }
 at_exit "ip netns del $ns"
 cat > "$WORK/bad.json" <<JSON
 {"host": "hv", "vtep": "127.0.0.1", "ctl_socket": "$WORK/hv.sock", "state_file": "$WORK/hv.state",
+ "datapath": "$DATAPATH",
  "vpcs": [{"name": "blue", "vni": 1001, "subnet": "10.9.0.0/24"}],
- "vnics": [{"name": "v1", "vpc": "blue", "ip": "10.9.0.1", "ifname": "${LAB_PREFIX}v1"},
-           {"name": "v2", "vpc": "blue", "ip": "10.9.9.2", "ifname": "${LAB_PREFIX}v2"}]}
+ "vnics": [{"name": "v1", "vpc": "blue", "ip": "10.9.0.1", "ifname": "${LAB_PREFIX}v1", "tenant_ifname": "${LAB_PREFIX}w1"},
+           {"name": "v2", "vpc": "blue", "ip": "10.9.9.2", "ifname": "${LAB_PREFIX}v2", "tenant_ifname": "${LAB_PREFIX}w2"}]}
 JSON
 ip netns exec "$ns" "$JAKIRO_BIN/jakirod" -c "$WORK/bad.json" > "$WORK/bad.out" 2>&1; rc=$?
 check "a vNIC outside its VPC's subnet is refused (exit 1)" test "$rc" -eq 1
