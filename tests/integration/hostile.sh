@@ -141,13 +141,19 @@ PY
 }
 
 # 1. 1200-byte "ACKs" for 2 s through a 40 Mbit/s vNIC.  What reached a2
-# is read once a1's shaper has let out all it held (read at once, it would
-# miss what was still queued: the bound could pass by chance).
+# is read once everything a1 sent is through: its shaper queue empty and
+# a2's bytes standing still for half a second (read at once, it would miss
+# what jakirod had still to read or let out: the bound could pass by chance).
 a1_queue() { stat_of h1 "s['vnics']['a1']['dhtb']['egress']['queue_packets']"; }
-a1_drained() { test "$(a1_queue)" -eq 0; }
+a1_settled() {
+	local b0 b1
+	test "$(a1_queue)" -eq 0 || return 1
+	b0=$(rx_bytes h2 a2); sleep 0.5; b1=$(rx_bytes h2 a2)   # the quiet half second it checks for
+	test "$b0" -eq "$b1"
+}
 before=$(rx_bytes h2 a2)
 sent=$(blast a1 10.0.0.2 1200 0x11 2)
-wait_until 10 a1_drained || not_ok "a1's egress queue drains after the blast" "$(a1_queue) packets still queued"
+wait_until 15 a1_settled || not_ok "a1's traffic settles after the blast" "$(a1_queue) packets still queued"
 got=$(( $(rx_bytes h2 a2) - before ))
 limit=$(( 40000000 / 8 * 2 * 3 / 2 + 2000000 ))   # 1.5x the rate for 2 s + 2 MB of burst and ceiling
 echo "# sent $sent datagrams of 1200 B in 2 s; $got bytes reached a2 (limit $limit)"
