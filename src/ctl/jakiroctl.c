@@ -222,7 +222,7 @@ static void print_vnics(json_t *a)
 	json_t *o;
 
 	printf("%-12s %-8s %-8s %-15s %-17s %-8s %-15s %5s %9s %9s %5s\n", "NAME", "VPC", "VNI", "IP", "MAC",
-	       "DEVICE", "IFNAME", "MTU", "QP/QUOTA", "RATE", "W r:t");
+	       "BACKEND", "IFNAME", "MTU", "QP/QUOTA", "RATE", "W r:t");
 	json_array_foreach(a, i, o) {
 		char qp[32], rate[32], w[16];
 
@@ -230,7 +230,7 @@ static void print_vnics(json_t *a)
 		fmt_rate(i_(o, "rate"), rate, sizeof(rate));
 		snprintf(w, sizeof(w), "%lld:%lld", i_(o, "rdma_weight"), i_(o, "tcp_weight"));
 		printf("%-12s %-8s %-8lld %-15s %-17s %-8s %-15s %5lld %9s %9s %5s\n", jk_ctl_str(o, "name"), jk_ctl_str(o, "vpc"),
-		       i_(o, "vni"), jk_ctl_str(o, "ip"), jk_ctl_str(o, "mac"), jk_ctl_str(o, "device"), jk_ctl_str(o, "ifname"), i_(o, "mtu"), qp,
+		       i_(o, "vni"), jk_ctl_str(o, "ip"), jk_ctl_str(o, "mac"), jk_ctl_str(o, "backend"), jk_ctl_str(o, "ifname"), i_(o, "mtu"), qp,
 		       rate, w);
 	}
 }
