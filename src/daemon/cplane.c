@@ -25,6 +25,7 @@
 #define CP_LEARNED_MAX 65536        /* remote entries (the datapath's VLT holds as many) */
 #define CP_HOSTS_MAX 1024           /* host records cached to check entries against */
 #define CP_LOG_EVERY_NS 1000000000ull   /* refused entries: one log line a second at most */
+#define CP_RELOAD_GAP_NS 1000000000ull  /* a VNI read again for want of a host record: once a second at most */
 
 enum claim_state {
 	CLAIM_FREE,
@@ -47,6 +48,7 @@ struct watched_vni {
 	bool watching;
 	bool ended;                     /* the stream ended (etcd went): resume from rev */
 	bool reload;                    /* read in full (first time, or compacted past rev) */
+	uint64_t reload_not_before_ns;  /* a read in full asked for later (vni_reload_later) waits till then */
 	int64_t rev;                    /* every change of the VNI up to here is applied */
 	struct jk_etcd_watch watch;
 };
@@ -623,6 +625,22 @@ static void refusal_log(struct jk_cplane *cp, enum jk_vlt_verdict why, const cha
 	cp->refusals_unlogged = 0;
 }
 
+/* The VNI is to be read in full again, not before CP_RELOAD_GAP_NS from
+ * now (its watch is restarted after the read: sync_watches). */
+static void vni_reload_later(struct jk_cplane *cp, uint32_t vni)
+{
+	for (unsigned i = 0; i < JK_MAX_VNICS; i++) {
+		struct watched_vni *wv = &cp->vnis[i];
+
+		if (wv->vni != vni)
+			continue;
+		if (!wv->reload)
+			wv->reload_not_before_ns = jk_now_ns() + CP_RELOAD_GAP_NS;
+		wv->reload = true;
+		wv->ended = true;
+	}
+}
+
 /* A remote VLT key put: learned if it passes every check. */
 static void vlt_put(struct jk_cplane *cp, const struct jk_key *k, const char *key, const char *val,
 		    const struct jk_etcd_kv_meta *m)
@@ -645,9 +663,15 @@ static void vlt_put(struct jk_cplane *cp, const struct jk_key *k, const char *ke
 		 * lease an entry names, so entries that keep disagreeing
 		 * cost no request each. */
 		rec = host_fetch(cp, k->name);
+		if (!rec) {
+			/* etcd did not answer: no verdict.  Neither refused
+			 * nor forgotten (what we hold stays), and the VNI is
+			 * read in full later, when the record can be read. */
+			vni_reload_later(cp, k->vni);
+			return;
+		}
 		h = host_slot(cp, k->name, false);
-		if (h)
-			h->checked_lease = m->lease;
+		h->checked_lease = m->lease;
 		why = jk_vlt_check(k, val, m->lease, vpc->subnet, vpc->prefix_len, rec, &v);
 	}
 	/* An address two hosts claim is the older claim's, for everyone;
@@ -1019,6 +1043,8 @@ static int sync_watches(struct jk_cplane *cp, char *err, size_t errlen)
 		}
 		if (wv->watching && !wv->ended)
 			continue;
+		if (wv->reload && wv->reload_not_before_ns > jk_now_ns())
+			continue;               /* its watch goes on meanwhile */
 		if (wv->watching)
 			jk_etcd_watch_stop(&wv->watch, cp->multi);
 		wv->watching = wv->ended = false;
@@ -1026,13 +1052,17 @@ static int sync_watches(struct jk_cplane *cp, char *err, size_t errlen)
 		 * change it applied (etcd replays what it missed, deletes too);
 		 * a new one, or one compacted past that, is read in full. */
 		if (wv->reload || wv->rev == 0 || wv->rev > cp->store_rev) {   /* > : a new etcd, its history gone */
+			/* Cleared first: a read that could not check an entry
+			 * asks for another one (vni_reload_later). */
+			wv->reload = false;
+			wv->reload_not_before_ns = 0;
 			rev = reload_vni(cp, wv->vni);
 			if (rev < 0) {
+				wv->reload = true;
 				snprintf(err, errlen, "reading VNI %u: %.200s", wv->vni, cp->last_error);
 				return (int)rev;
 			}
 			wv->rev = rev;
-			wv->reload = false;
 		}
 		jk_key_vni(cp->prefix, wv->vni, prefix);
 		r = jk_etcd_watch_start(&wv->watch, cp->multi, &cp->agent, prefix, wv->rev + 1, on_watch_msg, wv, err,

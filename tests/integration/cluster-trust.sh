@@ -163,6 +163,42 @@ urllib.request.urlopen(urllib.request.Request('https://172.30.0.250:2379/v3/kv/r
 }
 check "a client with no certificate is refused by etcd's TLS" no_cert
 
+# -- a host record that cannot be read blackholes nobody ---------------------------------
+# h3 moves red3's claim to a new lease of its own (as a restart would) while
+# h1 may not read host records: h1 cannot check it and must keep what it
+# holds; once it can read again (and h3's record names the new lease) it
+# learns the entry (a failed read used to refuse it, forget red3, and
+# never read h3's record again until h3's next lease).
+role() { as root "/v3/auth/role/$1" "$2" > /dev/null; }
+range_of() { printf '"key":"%s","range_end":"%s"' "$(b64 "$1")" "$(b64 "$2")"; }
+grant_read() { role grant "{\"name\":\"h1\",\"perm\":{\"permType\":\"READ\",$(range_of "$1" "$2")}}"; }
+revoke() { role revoke "{\"role\":\"h1\",$(range_of "$1" "$2")}"; }
+value_of() {  # KEY: its value, as root reads it
+	as root /v3/kv/range "{\"key\":\"$(b64 "$1")\"}" |
+	python3 -c "import base64, json, sys; print(base64.b64decode(json.load(sys.stdin)['kvs'][0]['value']).decode())"
+}
+red3_key=$(key_of 1002 h3 10.0.0.3)
+red3_val=$(value_of "$red3_key")
+check "red3's claim is in etcd ($red3_key)" test -n "$red3_val"
+check "h1 forwards red 10.0.0.3 to h3" vtep_is h1 red 10.0.0.3 172.30.0.3
+check "h1 may read VNIs and VPCs but no host record (root changes its role)" \
+	eval 'grant_read /jakiro/vni/ /jakiro/vni0 && grant_read /jakiro/vpcs/ /jakiro/vpcs0 && revoke /jakiro/ /jakiro0'
+h3_lease2=$(as h3 /v3/lease/grant '{"TTL":300}' | python3 -c "import json, sys; print(json.load(sys.stdin)['ID'])")
+errors_before=$(stat_of h1 's["etcd"]["errors"]')
+more_errors() { [ "$(stat_of h1 's["etcd"]["errors"]')" -gt "$errors_before" ]; }
+check "h3 moves red3's claim to its new lease $h3_lease2" put h3 "$red3_key" "$red3_val" "$h3_lease2"
+check "h1 tried to read h3's record and could not (an error counted)" wait_until 5 more_errors
+check "... and still forwards red 10.0.0.3 to h3: no verdict, nothing forgotten" vtep_is h1 red 10.0.0.3 172.30.0.3
+check "red1 still reaches red3" lab exec red1 -- ping -c 2 -W 2 10.0.0.3
+check "h3's record names its new lease (as after a restart)" put h3 /jakiro/hosts/h3 '{"vtep":"172.30.0.3"}' "$h3_lease2"
+check "h1 may read everything again" eval 'grant_read /jakiro/ /jakiro0 && revoke /jakiro/vni/ /jakiro/vni0 && revoke /jakiro/vpcs/ /jakiro/vpcs0'
+held_before=$(refusals h1 lease)
+check "h3 puts red3's claim again under its new lease" put h3 "$red3_key" "$red3_val" "$h3_lease2"
+no_new_lease_refusal() { [ "$(refusals h1 lease)" -eq "$held_before" ]; }
+check "h1 forwards red 10.0.0.3 to h3 (the record read again)" wait_until 5 vtep_is h1 red 10.0.0.3 172.30.0.3
+check "... with no lease refusal counted for it" no_new_lease_refusal
+check "red1 reaches red3" lab exec red1 -- ping -c 2 -W 2 10.0.0.3
+
 # -- a jakirod with a valid certificate and a wrong password ------------------------------
 echo wrong > "$WORK/wrong.password"
 python3 -c "import json, sys
