@@ -322,47 +322,25 @@ void jk_etcd_prefix_end(const char *prefix, char end[JK_ETCD_KEY_MAX])
 		end[n - 1] = (char)(end[n - 1] + 1);
 }
 
-int jk_etcd_range_prefix(struct jk_etcd *e, const char *prefix, json_t **kvs, int64_t *revision, char *err,
-			 size_t errlen)
+int jk_etcd_range_prefix(struct jk_etcd *e, const char *prefix, bool keys_only, json_t **kvs, int64_t *revision,
+			 char *err, size_t errlen)
 {
 	char end[JK_ETCD_KEY_MAX];
-	json_t *reply;
+	json_t *reply, *req;
 	int r;
 
 	jk_etcd_prefix_end(prefix, end);
-	r = jk_etcd_call(e, "/v3/kv/range",
-			 json_pack("{s:o, s:o}", "key", jk_etcd_b64(prefix), "range_end", jk_etcd_b64(end)), &reply,
-			 err, errlen);
+	req = json_pack("{s:o, s:o}", "key", jk_etcd_b64(prefix), "range_end", jk_etcd_b64(end));
+	if (req && keys_only)
+		json_object_set_new(req, "keys_only", json_true());
+	r = jk_etcd_call(e, "/v3/kv/range", req, &reply, err, errlen);
 	if (r)
 		return r;
 	*kvs = json_incref(json_object_get(reply, "kvs"));
 	if (!*kvs)
 		*kvs = json_array();
-	*revision = e->revision;
-	json_decref(reply);
-	if (!json_is_array(*kvs)) {
-		json_decref(*kvs);
-		return fail(err, errlen, -EPROTO, "etcd range %s: \"kvs\" is not an array", prefix);
-	}
-	return 0;
-}
-
-int jk_etcd_range_keys(struct jk_etcd *e, const char *prefix, json_t **kvs, char *err, size_t errlen)
-{
-	char end[JK_ETCD_KEY_MAX];
-	json_t *reply;
-	int r;
-
-	jk_etcd_prefix_end(prefix, end);
-	r = jk_etcd_call(e, "/v3/kv/range",
-			 json_pack("{s:o, s:o, s:b}", "key", jk_etcd_b64(prefix), "range_end", jk_etcd_b64(end),
-				   "keys_only", 1),
-			 &reply, err, errlen);
-	if (r)
-		return r;
-	*kvs = json_incref(json_object_get(reply, "kvs"));
-	if (!*kvs)
-		*kvs = json_array();
+	if (revision)
+		*revision = e->revision;
 	json_decref(reply);
 	if (!json_is_array(*kvs)) {
 		json_decref(*kvs);

@@ -94,11 +94,10 @@ void jk_etcd_prefix_end(const char *prefix, char end[JK_ETCD_KEY_MAX]);
 
 /* ---- operations ---- */
 /* Every key under `prefix`: *kvs is the reply's "kvs" array (a new
- * reference, may be empty), *revision the store's revision it reflects. */
-int jk_etcd_range_prefix(struct jk_etcd *e, const char *prefix, json_t **kvs, int64_t *revision, char *err,
-			 size_t errlen);
-/* The same, keys and their metadata only (no values). */
-int jk_etcd_range_keys(struct jk_etcd *e, const char *prefix, json_t **kvs, char *err, size_t errlen);
+ * reference, may be empty), *revision (when not NULL) the store's
+ * revision it reflects.  keys_only: keys and their metadata, no values. */
+int jk_etcd_range_prefix(struct jk_etcd *e, const char *prefix, bool keys_only, json_t **kvs, int64_t *revision,
+			 char *err, size_t errlen);
 /* A key's value and metadata; *found false when it does not exist. */
 int jk_etcd_get_kv(struct jk_etcd *e, const char *key, char val[JK_ETCD_VAL_MAX], struct jk_etcd_kv_meta *m,
 		   bool *found, char *err, size_t errlen);

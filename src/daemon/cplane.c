@@ -187,23 +187,56 @@ static struct claim *claim_slot(struct jk_cplane *cp)
 	return NULL;
 }
 
-/* Writes one claim or release to etcd (write_lock held).  0, -EEXIST
- * (holder set), or -EIO & co. (etcd unreachable: try later). */
-/* After our key for (vni, ip) is written: is an older key of another
- * host claiming the same address?  Every host takes the older claim
- * (docs/cluster.md), so we give ours up.  0 (ours holds), -EEXIST
- * (holder: the other's value), -errno. */
+/* Does the holder of `key` (another host's claim of our address) count,
+ * by the checks every host makes of an entry (jk_vlt_check against its
+ * host record)?  1 yes, 0 no (or gone), -errno. */
+static int claim_counts(struct jk_cplane *cp, struct jk_etcd *e, const char *key, char holder[JK_ETCD_VAL_MAX],
+			char *err, size_t errlen)
+{
+	const struct jk_vpc_conf *vpc;
+	char hkey[JK_ETCD_KEY_MAX], hval[JK_ETCD_VAL_MAX];
+	struct jk_etcd_kv_meta m, hm;
+	struct jk_host_rec rec = { 0 };
+	struct jk_vlt_value v;
+	bool found = false;
+	struct jk_key k;
+	int r;
+
+	jk_key_parse(cp->prefix, key, &k);
+	vpc = vpc_of_vni(cp->d->conf, k.vni);
+	if (!vpc)
+		return 0;
+	if ((r = jk_etcd_get_kv(e, key, holder, &m, &found, err, errlen)) || !found)
+		return r;
+	jk_key_host(cp->prefix, k.name, hkey);
+	if ((r = jk_etcd_get_kv(e, hkey, hval, &hm, &rec.found, err, errlen)))
+		return r;
+	rec.found = rec.found && jk_host_value_parse(hval, &rec.vtep) == 0;
+	rec.lease = hm.lease;
+	return jk_vlt_check(&k, holder, m.lease, vpc->subnet, vpc->prefix_len, &rec, &v) == JK_VLT_OK;
+}
+
+#define CP_OLDER_CHECKS 8           /* older claims of one address checked at most, oldest first */
+
+/* After our key for (vni, ip) is written: does an older key of another
+ * host hold the same address?  Every host takes the older claim that
+ * passes its checks (docs/cluster.md), so we give ours up then; a key
+ * every host refuses (no lease, not the lease or VTEP of its host's
+ * record, ...) holds nothing.  0 (ours holds), -EEXIST (holder: the
+ * other's value), -errno. */
 static int older_claim(struct jk_cplane *cp, struct jk_etcd *e, const struct claim *c,
 		       char holder[JK_ETCD_VAL_MAX], char *err, size_t errlen)
 {
-	char all[JK_ETCD_KEY_MAX], key[JK_ETCD_KEY_MAX], val[JK_ETCD_VAL_MAX], older[JK_ETCD_KEY_MAX] = "";
-	int64_t ours = 0, oldest = 0;
+	char all[JK_ETCD_KEY_MAX], key[JK_ETCD_KEY_MAX], val[JK_ETCD_VAL_MAX];
+	char older[CP_OLDER_CHECKS][JK_ETCD_KEY_MAX];
+	int64_t ours = 0, older_rev[CP_OLDER_CHECKS];
+	unsigned n = 0;
 	json_t *kvs, *kv;
 	size_t i;
 	int r;
 
 	jk_key_vlt_all(cp->prefix, c->vni, all);
-	if ((r = jk_etcd_range_keys(e, all, &kvs, err, errlen)))
+	if ((r = jk_etcd_range_prefix(e, all, true, &kvs, NULL, err, errlen)))
 		return r;
 	json_array_foreach(kvs, i, kv) {
 		struct jk_etcd_kv_meta m;
@@ -215,30 +248,51 @@ static int older_claim(struct jk_cplane *cp, struct jk_etcd *e, const struct cla
 		if (k.kind != JK_KEY_VLT || k.ip != c->ip)
 			continue;
 		jk_etcd_kv_meta(kv, &m);
-		if (strcmp(key, c->key) == 0) {
+		if (strcmp(key, c->key) == 0)
 			ours = m.create_revision;
-		} else if (!oldest || m.create_revision < oldest) {
-			oldest = m.create_revision;
-			snprintf(older, sizeof(older), "%s", key);
-		}
+	}
+	/* The older keys under some lease, oldest first (at most
+	 * CP_OLDER_CHECKS: one key per host may claim an address). */
+	json_array_foreach(kvs, i, kv) {
+		struct jk_etcd_kv_meta m;
+		struct jk_key k;
+		unsigned at;
+
+		if (jk_etcd_kv(kv, key, val, NULL))
+			continue;
+		jk_key_parse(cp->prefix, key, &k);
+		jk_etcd_kv_meta(kv, &m);
+		if (k.kind != JK_KEY_VLT || k.ip != c->ip || strcmp(key, c->key) == 0 || m.lease == 0 ||
+		    (ours && m.create_revision >= ours))
+			continue;
+		for (at = n; at > 0 && older_rev[at - 1] > m.create_revision; at--)
+			;
+		if (at >= CP_OLDER_CHECKS)
+			continue;
+		if (n < CP_OLDER_CHECKS)
+			n++;
+		memmove(&older[at + 1], &older[at], (n - 1 - at) * sizeof(older[0]));
+		memmove(&older_rev[at + 1], &older_rev[at], (n - 1 - at) * sizeof(older_rev[0]));
+		snprintf(older[at], sizeof(older[at]), "%s", key);
+		older_rev[at] = m.create_revision;
 	}
 	json_decref(kvs);
-	if (!oldest || (ours && ours < oldest))
-		return 0;
-	{
-		struct jk_etcd_kv_meta m;
-		bool found = false;
-
-		if ((r = jk_etcd_get_kv(e, older, holder, &m, &found, err, errlen)))
+	for (unsigned o = 0; o < n; o++) {
+		if ((r = claim_counts(cp, e, older[o], holder, err, errlen)) < 0)
 			return r;
-		if (!found)
-			return 0;               /* gone meanwhile: ours holds */
+		if (r == 1) {
+			/* Not ours to hold: take our key back (if it is still ours). */
+			r = jk_etcd_release(e, c->key, c->val, err, errlen);
+			return r ? r : -EEXIST;
+		}
 	}
-	/* Not ours to hold: take our key back (if it is still ours). */
-	r = jk_etcd_release(e, c->key, c->val, err, errlen);
-	return r ? r : -EEXIST;
+	return 0;
 }
 
+/* Writes one claim or release to etcd (write_lock held).  0, -EEXIST
+ * (holder set: another vNIC here, or an older claim of another host that
+ * every host takes), -EACCES (etcd refuses this host the key: a VPC it
+ * was not granted), or -EIO & co. (etcd unreachable: try later). */
 static int claim_write(struct jk_cplane *cp, struct jk_etcd *e, const struct claim *c, int64_t lease,
 		       char holder[JK_ETCD_VAL_MAX], char *err, size_t errlen)
 {
@@ -749,7 +803,7 @@ static int64_t reload_vni(struct jk_cplane *cp, uint32_t vni)
 	int r;
 
 	jk_key_vni(cp->prefix, vni, prefix);
-	r = jk_etcd_range_prefix(&cp->agent, prefix, &kvs, &rev, sub, sizeof(sub));
+	r = jk_etcd_range_prefix(&cp->agent, prefix, false, &kvs, &rev, sub, sizeof(sub));
 	if (r) {
 		set_error(cp, sub);
 		return r;

@@ -114,6 +114,16 @@ check "(a) h1 refuses it: h2's older claim holds the address (vlt_refused_by.hel
 check "(a) h1 still forwards blue 10.0.0.2 to h2" vtep_is h1 blue 10.0.0.2 172.30.0.2
 check "(a) blue1 still reaches blue2" lab exec blue1 -- ping -c 2 -W 2 10.0.0.2
 
+# -- (a') squatting on a free address with a claim every host refuses -------------
+ip netns add "$P-b50" && at_exit "ip netns del $P-b50"
+check "(a') h3 claims the free blue 10.0.0.50 under no lease: etcd takes it (its own prefix)" \
+	put h3 /jakiro/vni/1001/vlt/h3/10.0.0.50 '{"host":"h3","mac":"02:00:00:00:00:50","vnic":"squat","vtep":"172.30.0.3"}'
+check "(a') h1's vnic add of 10.0.0.50 succeeds: an unleased claim holds nothing" \
+	lab ctl h1 -- vnic add blue50 vpc blue ip 10.0.0.50 netns "$P-b50"
+check "(a') h1's claim of 10.0.0.50 is in etcd" test -n "$(key_of 1001 h1 10.0.0.50)"
+check "(a') h2 forwards blue 10.0.0.50 to h1" wait_until 5 vtep_is h2 blue 10.0.0.50 172.30.0.1
+check "(a') blue50 deleted on h1" lab ctl h1 -- vnic del blue50
+
 # -- (b) a VNI it does not serve; a VTEP, host, lease or address not its own ------
 check "(b) h3 publishing in green (VNI 1003, not its VPC): refused by etcd" \
 	refused h3 /jakiro/vni/1003/vlt/h3/10.0.0.9 '{"host":"h3","mac":"02:00:00:00:00:39","vnic":"evil","vtep":"172.30.0.3"}' "$h3_lease"
