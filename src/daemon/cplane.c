@@ -25,6 +25,7 @@
 #define CP_LEARNED_MAX 65536        /* remote entries (the datapath's VLT holds as many) */
 #define CP_HOSTS_MAX 1024           /* host records cached to check entries against */
 #define CP_LOG_EVERY_NS 1000000000ull   /* refused entries: one log line a second at most */
+#define CP_CONNECT_LOG_EVERY_NS (60 * 1000000000ull)   /* the same reason for not connecting: logged once a minute */
 #define CP_RELOAD_GAP_NS 1000000000ull  /* a VNI read again for want of a host record: once a second at most */
 
 enum claim_state {
@@ -112,6 +113,8 @@ struct jk_cplane {
 	unsigned next_host;             /* the slot to reuse when full */
 	uint32_t reloading_vni;         /* the VNI being read in full, 0 when none */
 	uint64_t last_refusal_log_ns, refusals_unlogged;
+	uint64_t connect_log_ns;        /* connect_failed_log: when, and what, it last logged */
+	char connect_err_logged[JK_ERR_MAX];
 	/* Counters (`show stats`, metrics). */
 	uint64_t connects, disconnects, leases_lost, reloads, compactions, events, bad_events, vlt_refused,
 		claims_refused, conflicts, policies_applied, policies_refused, errors;
@@ -1146,6 +1149,18 @@ static void reap_watches(struct jk_cplane *cp)
 	}
 }
 
+/* Why the agent cannot connect, in the log: a new reason at once, the
+ * same one again every CP_CONNECT_LOG_EVERY_NS (a certificate etcd
+ * refuses, a password it no longer takes, do not fix themselves). */
+static void connect_failed_log(struct jk_cplane *cp, const char *err, uint64_t now)
+{
+	if (strcmp(err, cp->connect_err_logged) == 0 && now - cp->connect_log_ns < CP_CONNECT_LOG_EVERY_NS)
+		return;
+	fprintf(stderr, "jakirod: etcd %s: cannot connect: %s (trying again)\n", cp->url, err);
+	snprintf(cp->connect_err_logged, sizeof(cp->connect_err_logged), "%s", err);
+	cp->connect_log_ns = now;
+}
+
 static void *agent_main(void *arg)
 {
 	struct jk_cplane *cp = arg;
@@ -1162,8 +1177,10 @@ static void *agent_main(void *arg)
 					cp->url, cp->lease, cp->ttl_s);
 				cp->retry_ms = CP_RETRY_MIN_MS;
 				cp->next_keepalive_ns = now + period_ns;
+				cp->connect_err_logged[0] = '\0';
 			} else {
 				set_error(cp, err);
+				connect_failed_log(cp, err, now);
 				curl_multi_poll(cp->multi, NULL, 0, (int)cp->retry_ms, NULL);
 				cp->retry_ms = cp->retry_ms * 2 > CP_RETRY_MAX_MS ? CP_RETRY_MAX_MS : cp->retry_ms * 2;
 				continue;
