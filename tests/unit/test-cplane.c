@@ -210,10 +210,15 @@ static void conf_etcd(void **state)
 		{ "{\"endpoint\": \"https://1.2.3.4:2379\", \"ca\": \"/etc/passwd\", \"cert\": 7}", "etcd.cert" },
 		{ "{\"endpoint\": \"1.2.3.4:2379\", \"user\": \"h1\"}", "etcd.password_file" },
 		{ "{\"endpoint\": \"1.2.3.4:2379\", \"password_file\": \"/etc/passwd\"}", "etcd.user" },
-		{ "{\"endpoint\": \"1.2.3.4:2379\", \"user\": \"h1\", \"password_file\": \"/nonexistent\"}",
-		  "etcd.password_file" },
-		{ "{\"endpoint\": \"1.2.3.4:2379\", \"user\": \"h1\", \"password_file\": \"/dev/null\"}",
-		  "etcd.password_file" },
+		{ "{\"endpoint\": \"https://1.2.3.4:2379\", \"ca\": \"/etc/passwd\", \"user\": \"h1\", "
+		  "\"password_file\": \"/nonexistent\"}", "etcd.password_file" },
+		{ "{\"endpoint\": \"https://1.2.3.4:2379\", \"ca\": \"/etc/passwd\", \"user\": \"h1\", "
+		  "\"password_file\": \"/dev/null\"}", "etcd.password_file" },
+		/* a password never crosses the network in clear */
+		{ "{\"endpoint\": \"http://1.2.3.4:2379\", \"user\": \"h1\", \"password_file\": \"/etc/passwd\"}",
+		  "etcd.user: needs an https endpoint" },
+		{ "{\"endpoint\": \"1.2.3.4:2379\", \"user\": \"h1\", \"password_file\": \"/etc/passwd\"}",
+		  "etcd.user: needs an https endpoint" },
 	};
 	char text[512], err[256];
 
