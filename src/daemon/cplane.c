@@ -115,7 +115,7 @@ struct jk_cplane {
 	uint64_t last_refusal_log_ns, refusals_unlogged;
 	uint64_t connect_log_ns;        /* connect_failed_log: when, and what, it last logged */
 	char connect_err_logged[JK_ERR_MAX];
-	/* Counters (`show stats`, metrics). */
+	/* Counters (`show stats`, metrics): written and read under lock. */
 	uint64_t connects, disconnects, leases_lost, reloads, compactions, events, bad_events, vlt_refused,
 		claims_refused, conflicts, policies_applied, policies_refused, errors;
 	uint64_t refused_by[JK_VLT_VERDICTS];   /* vlt_refused by jk_vlt_check's reason ([OK]: unused) */
@@ -133,6 +133,24 @@ static void set_error(struct jk_cplane *cp, const char *msg)
 	pthread_mutex_lock(&cp->lock);
 	snprintf(cp->last_error, sizeof(cp->last_error), "%s", msg);
 	cp->errors++;
+	pthread_mutex_unlock(&cp->lock);
+}
+
+/* The agent's counters are read by `show stats` (the control thread)
+ * under cp->lock: written under it too. */
+static void count(struct jk_cplane *cp, uint64_t *counter)
+{
+	pthread_mutex_lock(&cp->lock);
+	(*counter)++;
+	pthread_mutex_unlock(&cp->lock);
+}
+
+/* An entry refused: vlt_refused and its reason (refused_by[], refused_local, refused_full). */
+static void count_refused(struct jk_cplane *cp, uint64_t *reason)
+{
+	pthread_mutex_lock(&cp->lock);
+	cp->vlt_refused++;
+	(*reason)++;
 	pthread_mutex_unlock(&cp->lock);
 }
 
@@ -569,8 +587,7 @@ static void learned_put(struct jk_cplane *cp, uint32_t vni, uint32_t ip, const s
 	if (!e)
 		e = jk_table_insert(&cp->learned, &k, h);
 	if (!e) {
-		cp->vlt_refused++;
-		cp->refused_full++;
+		count_refused(cp, &cp->refused_full);
 		return;
 	}
 	memcpy(e->mac, v->mac, 6);
@@ -586,11 +603,7 @@ static void learned_put(struct jk_cplane *cp, uint32_t vni, uint32_t ip, const s
 	if (r) {
 		/* A local vNIC holds it (claimed here during an outage), or
 		 * the table is full: not forwarded to that host. */
-		cp->vlt_refused++;
-		if (r == -EEXIST)
-			cp->refused_local++;
-		else
-			cp->refused_full++;
+		count_refused(cp, r == -EEXIST ? &cp->refused_local : &cp->refused_full);
 		jk_table_remove(&cp->learned, e);
 	}
 }
@@ -740,8 +753,7 @@ static void vlt_put(struct jk_cplane *cp, const struct jk_key *k, const char *ke
 		learned_put(cp, k->vni, k->ip, &v, m->create_revision);
 		return;
 	}
-	cp->vlt_refused++;
-	cp->refused_by[why]++;
+	count_refused(cp, &cp->refused_by[why]);
 	refusal_log(cp, why, key);
 	if (e && strcmp(e->host, k->name) == 0)
 		learned_forget(cp, e);      /* what that key said before no longer counts */
@@ -820,12 +832,12 @@ static int64_t reload_vni(struct jk_cplane *cp, uint32_t vni)
 		if (jk_etcd_kv(kv, key, val, NULL) == 0)
 			apply_key(cp, vni, key, val, &m);
 		else
-			cp->bad_events++;
+			count(cp, &cp->bad_events);
 	}
 	cp->reloading_vni = 0;
 	json_decref(kvs);
 	jk_table_sweep(&cp->learned, sweep_stale, sweep_removed, &arg);
-	cp->reloads++;
+	count(cp, &cp->reloads);
 	set_revision(&cp->d->cp_rev_applied, rev);
 	set_revision(&cp->d->cp_rev_seen, rev);
 	return rev;
@@ -844,7 +856,7 @@ static void on_watch_msg(struct jk_etcd_watch *w, const json_t *result, void *ar
 	if (json_is_true(json_object_get(result, "canceled"))) {
 		/* Compacted past where we asked to start: read in full. */
 		if (jk_etcd_int(json_object_get(result, "compact_revision")))
-			cp->compactions++;
+			count(cp, &cp->compactions);
 		wv->reload = true;
 		wv->ended = true;
 		return;
@@ -856,9 +868,9 @@ static void on_watch_msg(struct jk_etcd_watch *w, const json_t *result, void *ar
 
 		struct jk_etcd_kv_meta m;
 
-		cp->events++;
+		count(cp, &cp->events);
 		if (jk_etcd_kv(kv, key, val, NULL) != 0) {
-			cp->bad_events++;
+			count(cp, &cp->bad_events);
 			continue;
 		}
 		jk_etcd_kv_meta(kv, &m);
