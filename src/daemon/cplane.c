@@ -23,10 +23,10 @@
 #define CP_RETRY_MAX_MS 2000
 #define CP_CLAIMS (2 * JK_MAX_VNICS)   /* local addresses, and releases waiting for etcd */
 #define CP_LEARNED_MAX 65536        /* remote entries (the datapath's VLT holds as many) */
-#define CP_HOSTS_MAX 1024           /* host records cached to check entries against */
+#define CP_HOSTS_MAX 4096           /* host records held (every host of the cluster) to check entries against */
 #define CP_LOG_EVERY_NS 1000000000ull   /* refused entries: one log line a second at most */
 #define CP_CONNECT_LOG_EVERY_NS (60 * 1000000000ull)   /* the same reason for not connecting: logged once a minute */
-#define CP_RELOAD_GAP_NS 1000000000ull  /* a VNI read again for want of a host record: once a second at most */
+#define CP_RELOAD_GAP_NS 1000000000ull  /* a VNI read again because a host record changed: once a second at most */
 
 enum claim_state {
 	CLAIM_FREE,
@@ -50,6 +50,7 @@ struct watched_vni {
 	bool ended;                     /* the stream ended (etcd went): resume from rev */
 	bool reload;                    /* read in full (first time, or compacted past rev) */
 	uint64_t reload_not_before_ns;  /* a read in full asked for later (vni_reload_later) waits till then */
+	uint64_t reloaded_ns;           /* when it was last read in full */
 	int64_t rev;                    /* every change of the VNI up to here is applied */
 	struct jk_etcd_watch watch;
 };
@@ -66,15 +67,19 @@ struct learned {
 	uint32_t vtep;
 	uint32_t epoch;                 /* the read in full that last saw it */
 	int64_t create_rev;             /* of its key: the older claim holds an address */
+	int64_t lease;                  /* of its key: checked again when its host's record changes */
 	char host[JK_KEY_NAME_MAX];     /* whose key it is */
 };
 
-/* A host record as etcd has it: entries naming the host are checked
- * against it (its lease, its VTEP). */
+/* A host record as etcd has it, kept current by the watch of
+ * PREFIX/hosts/: entries naming the host are checked against it (its
+ * lease, its VTEP). */
 struct host_cache {
 	char name[JK_KEY_NAME_MAX];     /* "": free */
 	struct jk_host_rec rec;
-	int64_t checked_lease;          /* the entry lease it was last read again for */
+	bool refused;                   /* an entry of this host was refused for want of a matching
+					   record: the watched VNIs are read again when the record changes */
+	bool seen;                      /* in the read in full of the records under way (reload_hosts) */
 };
 
 struct policy_req {
@@ -110,7 +115,9 @@ struct jk_cplane {
 	unsigned retry_ms;
 	int64_t store_rev;              /* the store's revision when we (re)connected */
 	struct host_cache hosts[CP_HOSTS_MAX];
-	unsigned next_host;             /* the slot to reuse when full */
+	struct jk_etcd_watch hosts_watch;   /* PREFIX/hosts/ */
+	bool hosts_watching, hosts_ended, hosts_reload;
+	int64_t hosts_rev;              /* every change of the host records up to here is applied */
 	uint32_t reloading_vni;         /* the VNI being read in full, 0 when none */
 	uint64_t last_refusal_log_ns, refusals_unlogged;
 	uint64_t connect_log_ns;        /* connect_failed_log: when, and what, it last logged */
@@ -576,7 +583,7 @@ void jk_cplane_fetch_policy(struct jakirod *d, const struct jk_vnic_conf *v)
 /* ---- remote entries (agent) ---------------------------------------------- */
 
 static void learned_put(struct jk_cplane *cp, uint32_t vni, uint32_t ip, const struct jk_vlt_value *v,
-			int64_t create_rev)
+			int64_t create_rev, int64_t lease)
 {
 	struct jakirod *d = cp->d;
 	struct learned_key k = { vni, ip };
@@ -594,6 +601,7 @@ static void learned_put(struct jk_cplane *cp, uint32_t vni, uint32_t ip, const s
 	e->vtep = v->vtep;
 	e->epoch = cp->epoch;
 	e->create_rev = create_rev;
+	e->lease = lease;
 	snprintf(e->host, sizeof(e->host), "%s", v->host);
 	pthread_mutex_lock(&d->dp_lock);
 	r = jk_dp_vlt_add(d->dp, vni, ip, v->mac, v->vtep);
@@ -632,6 +640,8 @@ static void learned_del(struct jk_cplane *cp, uint32_t vni, uint32_t ip, const c
 
 /* ---- checking what we learn (docs/security.md) ----------------------------- */
 
+/* The slot of host `name`; with `make`, a free one for it (NULL when
+ * every slot is taken: more than CP_HOSTS_MAX hosts). */
 static struct host_cache *host_slot(struct jk_cplane *cp, const char *name, bool make)
 {
 	struct host_cache *free_slot = NULL;
@@ -642,35 +652,11 @@ static struct host_cache *host_slot(struct jk_cplane *cp, const char *name, bool
 		if (!cp->hosts[i].name[0] && !free_slot)
 			free_slot = &cp->hosts[i];
 	}
-	if (!make)
+	if (!make || !free_slot)
 		return NULL;
-	if (!free_slot) {
-		free_slot = &cp->hosts[cp->next_host];
-		cp->next_host = (cp->next_host + 1) % CP_HOSTS_MAX;
-	}
 	memset(free_slot, 0, sizeof(*free_slot));
 	snprintf(free_slot->name, sizeof(free_slot->name), "%s", name);
 	return free_slot;
-}
-
-/* Reads PREFIX/hosts/NAME again (its lease and VTEP).  NULL when etcd
- * cannot be asked now. */
-static const struct jk_host_rec *host_fetch(struct jk_cplane *cp, const char *name)
-{
-	char key[JK_ETCD_KEY_MAX], val[JK_ETCD_VAL_MAX], sub[JK_ERR_MAX];
-	struct jk_etcd_kv_meta m;
-	struct host_cache *h;
-	bool found = false;
-
-	jk_key_host(cp->prefix, name, key);
-	if (jk_etcd_get_kv(&cp->agent, key, val, &m, &found, sub, sizeof(sub))) {
-		set_error(cp, sub);
-		return NULL;
-	}
-	h = host_slot(cp, name, true);
-	h->rec.found = found && jk_host_value_parse(val, &h->rec.vtep) == 0;
-	h->rec.lease = m.lease;
-	return &h->rec;
 }
 
 static void refusal_log(struct jk_cplane *cp, enum jk_vlt_verdict why, const char *key)
@@ -695,8 +681,9 @@ static void refusal_log(struct jk_cplane *cp, enum jk_vlt_verdict why, const cha
 	cp->refusals_unlogged = 0;
 }
 
-/* The VNI is to be read in full again, not before CP_RELOAD_GAP_NS from
- * now (its watch is restarted after the read: sync_watches). */
+/* The VNI is to be read in full again, not before CP_RELOAD_GAP_NS after
+ * its last read in full (its watch goes on till then and is restarted
+ * after the read: sync_watches). */
 static void vni_reload_later(struct jk_cplane *cp, uint32_t vni)
 {
 	for (unsigned i = 0; i < JK_MAX_VNICS; i++) {
@@ -705,7 +692,7 @@ static void vni_reload_later(struct jk_cplane *cp, uint32_t vni)
 		if (wv->vni != vni)
 			continue;
 		if (!wv->reload)
-			wv->reload_not_before_ns = jk_now_ns() + CP_RELOAD_GAP_NS;
+			wv->reload_not_before_ns = wv->reloaded_ns + CP_RELOAD_GAP_NS;
 		wv->reload = true;
 		wv->ended = true;
 	}
@@ -726,23 +713,16 @@ static void vlt_put(struct jk_cplane *cp, const struct jk_key *k, const char *ke
 	if (!vpc)
 		return;
 	why = jk_vlt_check(k, val, m->lease, vpc->subnet, vpc->prefix_len, rec, &v);
-	if ((why == JK_VLT_NO_HOST || why == JK_VLT_LEASE || why == JK_VLT_VTEP) &&
-	    (!h || h->checked_lease != m->lease)) {
-		/* The host may have a new lease since we read its record
-		 * (a restart): read it once more before refusing -- once per
-		 * lease an entry names, so entries that keep disagreeing
-		 * cost no request each. */
-		rec = host_fetch(cp, k->name);
-		if (!rec) {
-			/* etcd did not answer: no verdict.  Neither refused
-			 * nor forgotten (what we hold stays), and the VNI is
-			 * read in full later, when the record can be read. */
-			vni_reload_later(cp, k->vni);
-			return;
-		}
-		h = host_slot(cp, k->name, false);
-		h->checked_lease = m->lease;
-		why = jk_vlt_check(k, val, m->lease, vpc->subnet, vpc->prefix_len, rec, &v);
+	if (why == JK_VLT_NO_HOST || why == JK_VLT_LEASE || why == JK_VLT_VTEP) {
+		/* The records come on a stream of their own: a host that
+		 * restarted may have its entries here before its record.
+		 * Refused now, and read again when the record changes
+		 * (host_changed) -- no request to etcd from here: this runs
+		 * inside the watch, where the keepalive waits. */
+		if (!h)
+			h = host_slot(cp, k->name, true);
+		if (h)
+			h->refused = true;
 	}
 	/* An address two hosts claim is the older claim's, for everyone;
 	 * an entry left from before a read in full does not count. */
@@ -750,7 +730,7 @@ static void vlt_put(struct jk_cplane *cp, const struct jk_key *k, const char *ke
 	    e->create_rev < m->create_revision && !(cp->reloading_vni == k->vni && e->epoch != cp->epoch))
 		why = JK_VLT_HELD;
 	if (why == JK_VLT_OK) {
-		learned_put(cp, k->vni, k->ip, &v, m->create_revision);
+		learned_put(cp, k->vni, k->ip, &v, m->create_revision, m->lease);
 		return;
 	}
 	count_refused(cp, &cp->refused_by[why]);
@@ -883,6 +863,202 @@ static void on_watch_msg(struct jk_etcd_watch *w, const json_t *result, void *ar
 		set_revision(&cp->d->cp_rev_applied, rev);
 }
 
+/* ---- host records (agent): the watch of PREFIX/hosts/ ------------------------ */
+
+struct recheck_arg {
+	struct jk_cplane *cp;
+	const struct host_cache *h;
+};
+
+/* A learned entry of h's against h's record now. */
+static enum jk_vlt_verdict recheck(const struct learned *e, const struct jk_host_rec *rec)
+{
+	if (!rec->found)
+		return JK_VLT_NO_HOST;
+	if (e->lease != rec->lease)
+		return JK_VLT_LEASE;
+	if (e->vtep != rec->vtep)
+		return JK_VLT_VTEP;
+	return JK_VLT_OK;
+}
+
+static bool recheck_fails(const void *entry, void *arg)
+{
+	const struct learned *e = entry;
+	const struct recheck_arg *a = arg;
+
+	return strcmp(e->host, a->h->name) == 0 && recheck(e, &a->h->rec) != JK_VLT_OK;
+}
+
+static void recheck_removed(const void *entry, void *arg)
+{
+	const struct learned *e = entry;
+	const struct recheck_arg *a = arg;
+	struct jk_cplane *cp = a->cp;
+	struct jakirod *d = cp->d;
+	enum jk_vlt_verdict why = recheck(e, &a->h->rec);
+	char key[JK_ETCD_KEY_MAX];
+
+	pthread_mutex_lock(&d->dp_lock);
+	jk_dp_vlt_del(d->dp, e->key.vni, e->key.ip);
+	if (d->ebpf)
+		jk_ebpf_vlt_sync(d, e->key.vni, e->key.ip);
+	pthread_mutex_unlock(&d->dp_lock);
+	count_refused(cp, &cp->refused_by[why]);
+	jk_key_vlt(cp->prefix, e->key.vni, e->host, e->key.ip, key);
+	refusal_log(cp, why, key);
+}
+
+/* h's record changed (or went): its learned entries that no longer pass
+ * are forgotten at once; if some of its entries were refused for want of
+ * a matching record, the watched VNIs are read again (at most once a
+ * second each: vni_reload_later), so that those now passing count. */
+static void host_changed(struct jk_cplane *cp, struct host_cache *h)
+{
+	struct recheck_arg a = { cp, h };
+
+	if (h->refused) {
+		h->refused = false;
+		for (unsigned i = 0; i < JK_MAX_VNICS; i++)
+			if (cp->vnis[i].vni)
+				vni_reload_later(cp, cp->vnis[i].vni);
+	}
+	if (jk_table_sweep(&cp->learned, recheck_fails, recheck_removed, &a))
+		h->refused = true;      /* they may pass under the next record */
+}
+
+/* PREFIX/hosts/NAME is `val` under `lease` now, or gone (val NULL). */
+static void host_record(struct jk_cplane *cp, const char *name, const char *val, int64_t lease)
+{
+	struct host_cache *h = host_slot(cp, name, val != NULL);
+	struct jk_host_rec rec = { 0 };
+
+	if (!h) {
+		if (val)
+			set_error(cp, "etcd: more host records than CP_HOSTS_MAX: the entries of the others are "
+				  "refused (no_host)");
+		return;
+	}
+	h->seen = true;
+	if (val && jk_host_value_parse(val, &rec.vtep) == 0) {
+		rec.found = true;
+		rec.lease = lease;
+	}
+	if (rec.found == h->rec.found && rec.lease == h->rec.lease && rec.vtep == h->rec.vtep)
+		return;
+	h->rec = rec;
+	host_changed(cp, h);
+}
+
+static void apply_host_key(struct jk_cplane *cp, const char *key, const char *val, int64_t lease)
+{
+	struct jk_key k;
+
+	jk_key_parse(cp->prefix, key, &k);
+	if (k.kind == JK_KEY_HOST)
+		host_record(cp, k.name, val, lease);
+}
+
+/* Reads every host record and makes the cache equal to it.  The revision
+ * to watch from, or -errno. */
+static int64_t reload_hosts(struct jk_cplane *cp)
+{
+	char prefix[JK_ETCD_KEY_MAX], key[JK_ETCD_KEY_MAX], val[JK_ETCD_VAL_MAX], sub[JK_ERR_MAX];
+	json_t *kvs, *kv;
+	int64_t rev;
+	size_t i;
+	int r;
+
+	jk_key_host(cp->prefix, "", prefix);
+	if ((r = jk_etcd_range_prefix(&cp->agent, prefix, false, &kvs, &rev, sub, sizeof(sub)))) {
+		set_error(cp, sub);
+		return r;
+	}
+	for (unsigned j = 0; j < CP_HOSTS_MAX; j++)
+		cp->hosts[j].seen = false;
+	json_array_foreach(kvs, i, kv) {
+		struct jk_etcd_kv_meta m;
+
+		jk_etcd_kv_meta(kv, &m);
+		if (jk_etcd_kv(kv, key, val, NULL) == 0)
+			apply_host_key(cp, key, val, m.lease);
+		else
+			count(cp, &cp->bad_events);
+	}
+	json_decref(kvs);
+	for (unsigned j = 0; j < CP_HOSTS_MAX; j++)
+		if (cp->hosts[j].name[0] && !cp->hosts[j].seen)
+			host_record(cp, cp->hosts[j].name, NULL, 0);
+	return rev;
+}
+
+static void on_hosts_msg(struct jk_etcd_watch *w, const json_t *result, void *arg)
+{
+	struct jk_cplane *cp = arg;
+	char key[JK_ETCD_KEY_MAX], val[JK_ETCD_VAL_MAX];
+	const json_t *events = json_object_get(result, "events"), *ev;
+	size_t i;
+
+	(void)w;
+	if (json_is_true(json_object_get(result, "canceled"))) {
+		if (jk_etcd_int(json_object_get(result, "compact_revision")))
+			count(cp, &cp->compactions);
+		cp->hosts_reload = true;
+		cp->hosts_ended = true;
+		return;
+	}
+	json_array_foreach(events, i, ev) {
+		const json_t *kv = json_object_get(ev, "kv");
+		bool del = json_is_string(json_object_get(ev, "type")) &&
+			   strcmp(json_string_value(json_object_get(ev, "type")), "DELETE") == 0;
+		struct jk_etcd_kv_meta m;
+
+		count(cp, &cp->events);
+		if (jk_etcd_kv(kv, key, val, NULL) != 0) {
+			count(cp, &cp->bad_events);
+			continue;
+		}
+		jk_etcd_kv_meta(kv, &m);
+		apply_host_key(cp, key, del ? NULL : val, m.lease);
+		if (m.mod_revision > cp->hosts_rev)
+			cp->hosts_rev = m.mod_revision;
+	}
+	set_revision(&cp->d->cp_rev_seen, jk_etcd_int(json_object_get(json_object_get(result, "header"), "revision")));
+}
+
+/* The host records read (in full the first time, or after a compaction)
+ * and watched: before any VNI, whose entries are checked against them. */
+static int sync_hosts_watch(struct jk_cplane *cp, char *err, size_t errlen)
+{
+	char prefix[JK_ETCD_KEY_MAX];
+	int r;
+
+	if (cp->hosts_watching && !cp->hosts_ended)
+		return 0;
+	if (cp->hosts_watching)
+		jk_etcd_watch_stop(&cp->hosts_watch, cp->multi);
+	cp->hosts_watching = cp->hosts_ended = false;
+	if (cp->hosts_reload || cp->hosts_rev == 0 || cp->hosts_rev > cp->store_rev) {
+		int64_t rev;
+
+		cp->hosts_reload = false;
+		rev = reload_hosts(cp);
+		if (rev < 0) {
+			cp->hosts_reload = true;
+			snprintf(err, errlen, "reading the host records: %.200s", cp->last_error);
+			return (int)rev;
+		}
+		cp->hosts_rev = rev;
+	}
+	jk_key_host(cp->prefix, "", prefix);
+	r = jk_etcd_watch_start(&cp->hosts_watch, cp->multi, &cp->agent, prefix, cp->hosts_rev + 1, on_hosts_msg, cp,
+				err, errlen);
+	if (r)
+		return r;
+	cp->hosts_watching = true;
+	return 0;
+}
+
 /* ---- the agent's connection ------------------------------------------------ */
 
 static bool is_connected(struct jk_cplane *cp)
@@ -897,6 +1073,10 @@ static bool is_connected(struct jk_cplane *cp)
 
 static void watches_stop(struct jk_cplane *cp)
 {
+	if (cp->hosts_watching) {
+		jk_etcd_watch_stop(&cp->hosts_watch, cp->multi);
+		cp->hosts_watching = false;
+	}
 	for (unsigned i = 0; i < JK_MAX_VNICS; i++)
 		if (cp->vnis[i].watching) {
 			jk_etcd_watch_stop(&cp->vnis[i].watch, cp->multi);
@@ -1061,7 +1241,10 @@ static int sync_watches(struct jk_cplane *cp, char *err, size_t errlen)
 {
 	uint32_t want[CP_CLAIMS];
 	unsigned n = 0;
+	int r;
 
+	if ((r = sync_hosts_watch(cp, err, errlen)))
+		return r;
 	pthread_mutex_lock(&cp->lock);
 	for (unsigned i = 0; i < CP_CLAIMS; i++) {
 		const struct claim *c = &cp->claims[i];
@@ -1095,7 +1278,6 @@ static int sync_watches(struct jk_cplane *cp, char *err, size_t errlen)
 		struct watched_vni *wv = NULL, *free_slot = NULL;
 		char prefix[JK_ETCD_KEY_MAX];
 		int64_t rev;
-		int r;
 
 		for (unsigned i = 0; i < JK_MAX_VNICS && !wv; i++) {
 			if (cp->vnis[i].vni == want[k])
@@ -1121,8 +1303,8 @@ static int sync_watches(struct jk_cplane *cp, char *err, size_t errlen)
 		 * change it applied (etcd replays what it missed, deletes too);
 		 * a new one, or one compacted past that, is read in full. */
 		if (wv->reload || wv->rev == 0 || wv->rev > cp->store_rev) {   /* > : a new etcd, its history gone */
-			/* Cleared first: a read that could not check an entry
-			 * asks for another one (vni_reload_later). */
+			/* Cleared first: a host record that changes after
+			 * this read asks for another one (vni_reload_later). */
 			wv->reload = false;
 			wv->reload_not_before_ns = 0;
 			rev = reload_vni(cp, wv->vni);
@@ -1132,6 +1314,7 @@ static int sync_watches(struct jk_cplane *cp, char *err, size_t errlen)
 				return (int)rev;
 			}
 			wv->rev = rev;
+			wv->reloaded_ns = jk_now_ns();
 		}
 		jk_key_vni(cp->prefix, wv->vni, prefix);
 		r = jk_etcd_watch_start(&wv->watch, cp->multi, &cp->agent, prefix, wv->rev + 1, on_watch_msg, wv, err,
@@ -1155,6 +1338,8 @@ static void reap_watches(struct jk_cplane *cp)
 		if (m->msg != CURLMSG_DONE)
 			continue;
 		curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&w);
+		if (w && w == &cp->hosts_watch)
+			cp->hosts_ended = true;
 		for (unsigned i = 0; i < JK_MAX_VNICS; i++)
 			if (w && &cp->vnis[i].watch == w)
 				cp->vnis[i].ended = true;
