@@ -308,6 +308,12 @@ int jk_etcd_call(struct jk_etcd *e, const char *path, json_t *req, json_t **repl
 	return r;
 }
 
+int jk_etcd_reauthenticate(struct jk_etcd *e, char *err, size_t errlen)
+{
+	e->token[0] = '\0';
+	return e->auth.user[0] ? authenticate(e, err, errlen) : 0;
+}
+
 json_t *jk_etcd_b64(const char *s)
 {
 	size_t n = strlen(s);

@@ -86,6 +86,11 @@ int jk_etcd_reply_errno(long status, int code, const char *msg, bool authenticat
  * is none or it is longer than JK_ETCD_TOKEN_MAX - 1 (err says so). */
 int jk_etcd_set_token(struct jk_etcd *e, const char *tok, char *err, size_t errlen);
 
+/* Drops our token and asks for a new one (when we have a user): for a
+ * watch, whose stream etcd cancels when the token it started with is no
+ * longer taken.  0 or -errno as jk_etcd_call. */
+int jk_etcd_reauthenticate(struct jk_etcd *e, char *err, size_t errlen);
+
 /* POSTs `req` (taken over) to `path` ("/v3/kv/range"); on 0 *reply is
  * etcd's answer (the caller decrefs it). */
 int jk_etcd_call(struct jk_etcd *e, const char *path, json_t *req, json_t **reply, char *err, size_t errlen);

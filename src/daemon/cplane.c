@@ -21,6 +21,8 @@
 #define CP_TIMEOUT_MS 2000          /* one etcd request */
 #define CP_RETRY_MIN_MS 100         /* reconnecting: first wait, doubled up to */
 #define CP_RETRY_MAX_MS 2000
+#define CP_WATCH_RETRY_MIN_MS 100   /* a watch that keeps ending: first wait, doubled up to */
+#define CP_WATCH_RETRY_MAX_MS 5000
 #define CP_CLAIMS (2 * JK_MAX_VNICS)   /* local addresses, and releases waiting for etcd */
 #define CP_LEARNED_MAX 65536        /* remote entries (the datapath's VLT holds as many) */
 #define CP_HOSTS_MAX 4096           /* host records held (every host of the cluster) to check entries against */
@@ -43,6 +45,17 @@ struct claim {
 	char val[JK_ETCD_VAL_MAX];
 };
 
+/* When a watch that ended starts again: at once after a stream that
+ * worked (a message came), else backing off from CP_WATCH_RETRY_MIN_MS to
+ * CP_WATCH_RETRY_MAX_MS; and with a new token first when etcd cancelled
+ * it for other reasons than a compaction (the token it started with is
+ * no longer taken: etcd answers "permission denied" to a watch). */
+struct watch_restart {
+	unsigned backoff_ms;            /* 0: the last stream worked */
+	uint64_t not_before_ns;
+	bool reauth;
+};
+
 struct watched_vni {
 	struct jk_cplane *cp;
 	uint32_t vni;                   /* 0: free slot */
@@ -53,6 +66,7 @@ struct watched_vni {
 	uint64_t reloaded_ns;           /* when it was last read in full */
 	int64_t rev;                    /* every change of the VNI up to here is applied */
 	struct jk_etcd_watch watch;
+	struct watch_restart restart;
 };
 
 struct learned_key {
@@ -117,6 +131,7 @@ struct jk_cplane {
 	struct host_cache hosts[CP_HOSTS_MAX];
 	struct jk_etcd_watch hosts_watch;   /* PREFIX/hosts/ */
 	bool hosts_watching, hosts_ended, hosts_reload;
+	struct watch_restart hosts_restart;
 	int64_t hosts_rev;              /* every change of the host records up to here is applied */
 	uint32_t reloading_vni;         /* the VNI being read in full, 0 when none */
 	uint64_t last_refusal_log_ns, refusals_unlogged;
@@ -124,7 +139,7 @@ struct jk_cplane {
 	char connect_err_logged[JK_ERR_MAX];
 	/* Counters (`show stats`, metrics): written and read under lock. */
 	uint64_t connects, disconnects, leases_lost, reloads, compactions, events, bad_events, vlt_refused,
-		claims_refused, conflicts, policies_applied, policies_refused, errors;
+		claims_refused, conflicts, policies_applied, policies_refused, errors, watch_starts;
 	uint64_t refused_by[JK_VLT_VERDICTS];   /* vlt_refused by jk_vlt_check's reason ([OK]: unused) */
 	uint64_t refused_local, refused_full;   /* vlt_refused by the datapath: a local vNIC has it, table full */
 	char last_error[JK_ERR_MAX];
@@ -172,6 +187,16 @@ static const struct jk_vpc_conf *vpc_of_vni(const struct jk_conf *c, uint32_t vn
 		if (c->vpcs[i].vni == vni)
 			return &c->vpcs[i];
 	return NULL;
+}
+
+/* The store's revision as the agent last saw it (connect, reads in full,
+ * watch headers): a watch resuming past it means a new etcd (its history
+ * gone), read in full.  (Set at connect only, any watch that had applied
+ * an event since read its VNI in full again when it merely restarted.) */
+static void store_rev_seen(struct jk_cplane *cp, int64_t rev)
+{
+	if (rev > cp->store_rev)
+		cp->store_rev = rev;
 }
 
 static void set_revision(uint64_t *field, int64_t rev)
@@ -681,6 +706,50 @@ static void refusal_log(struct jk_cplane *cp, enum jk_vlt_verdict why, const cha
 	cp->refusals_unlogged = 0;
 }
 
+static bool restart_due(const struct watch_restart *r, uint64_t now)
+{
+	return now >= r->not_before_ns;
+}
+
+/* A watch (re)starts now: a new token first if etcd cancelled the last
+ * one; the next start waits longer unless this stream works. */
+static int restart_begin(struct jk_cplane *cp, struct watch_restart *r, uint64_t now, char *err, size_t errlen)
+{
+	int rc;
+
+	/* A stream that ended before any message (etcd's gateway answered
+	 * with an error line) is likely our token too. */
+	if (r->reauth || r->backoff_ms) {
+		if ((rc = jk_etcd_reauthenticate(&cp->agent, err, errlen)))
+			return rc;
+		r->reauth = false;
+	}
+	count(cp, &cp->watch_starts);
+	r->not_before_ns = now + (uint64_t)r->backoff_ms * 1000000u;
+	r->backoff_ms = !r->backoff_ms ? CP_WATCH_RETRY_MIN_MS
+		      : r->backoff_ms * 2 > CP_WATCH_RETRY_MAX_MS ? CP_WATCH_RETRY_MAX_MS : r->backoff_ms * 2;
+	return 0;
+}
+
+/* A message came on the stream: it works. */
+static void restart_worked(struct watch_restart *r)
+{
+	r->backoff_ms = 0;
+	r->not_before_ns = 0;
+}
+
+/* A stream etcd cancelled: read in full after a compaction, else with a
+ * new token. */
+static void restart_cancelled(struct jk_cplane *cp, struct watch_restart *r, const json_t *result, bool *reload)
+{
+	if (jk_etcd_int(json_object_get(result, "compact_revision"))) {
+		count(cp, &cp->compactions);
+		*reload = true;
+	} else {
+		r->reauth = true;
+	}
+}
+
 /* The VNI is to be read in full again, not before CP_RELOAD_GAP_NS after
  * its last read in full (its watch goes on till then and is restarted
  * after the read: sync_watches). */
@@ -834,13 +903,11 @@ static void on_watch_msg(struct jk_etcd_watch *w, const json_t *result, void *ar
 
 	(void)w;
 	if (json_is_true(json_object_get(result, "canceled"))) {
-		/* Compacted past where we asked to start: read in full. */
-		if (jk_etcd_int(json_object_get(result, "compact_revision")))
-			count(cp, &cp->compactions);
-		wv->reload = true;
+		restart_cancelled(cp, &wv->restart, result, &wv->reload);
 		wv->ended = true;
 		return;
 	}
+	restart_worked(&wv->restart);
 	json_array_foreach(events, i, ev) {
 		const json_t *kv = json_object_get(ev, "kv");
 		bool del = json_is_string(json_object_get(ev, "type")) &&
@@ -859,6 +926,7 @@ static void on_watch_msg(struct jk_etcd_watch *w, const json_t *result, void *ar
 			wv->rev = m.mod_revision;
 	}
 	set_revision(&cp->d->cp_rev_seen, rev);
+	store_rev_seen(cp, rev);
 	if (json_array_size(events))
 		set_revision(&cp->d->cp_rev_applied, rev);
 }
@@ -1001,12 +1069,11 @@ static void on_hosts_msg(struct jk_etcd_watch *w, const json_t *result, void *ar
 
 	(void)w;
 	if (json_is_true(json_object_get(result, "canceled"))) {
-		if (jk_etcd_int(json_object_get(result, "compact_revision")))
-			count(cp, &cp->compactions);
-		cp->hosts_reload = true;
+		restart_cancelled(cp, &cp->hosts_restart, result, &cp->hosts_reload);
 		cp->hosts_ended = true;
 		return;
 	}
+	restart_worked(&cp->hosts_restart);
 	json_array_foreach(events, i, ev) {
 		const json_t *kv = json_object_get(ev, "kv");
 		bool del = json_is_string(json_object_get(ev, "type")) &&
@@ -1023,7 +1090,12 @@ static void on_hosts_msg(struct jk_etcd_watch *w, const json_t *result, void *ar
 		if (m.mod_revision > cp->hosts_rev)
 			cp->hosts_rev = m.mod_revision;
 	}
-	set_revision(&cp->d->cp_rev_seen, jk_etcd_int(json_object_get(json_object_get(result, "header"), "revision")));
+	{
+		int64_t rev = jk_etcd_int(json_object_get(json_object_get(result, "header"), "revision"));
+
+		set_revision(&cp->d->cp_rev_seen, rev);
+		store_rev_seen(cp, rev);
+	}
 }
 
 /* The host records read (in full the first time, or after a compaction)
@@ -1035,6 +1107,10 @@ static int sync_hosts_watch(struct jk_cplane *cp, char *err, size_t errlen)
 
 	if (cp->hosts_watching && !cp->hosts_ended)
 		return 0;
+	if (!restart_due(&cp->hosts_restart, jk_now_ns()))
+		return 0;
+	if ((r = restart_begin(cp, &cp->hosts_restart, jk_now_ns(), err, errlen)))
+		return r;
 	if (cp->hosts_watching)
 		jk_etcd_watch_stop(&cp->hosts_watch, cp->multi);
 	cp->hosts_watching = cp->hosts_ended = false;
@@ -1049,6 +1125,7 @@ static int sync_hosts_watch(struct jk_cplane *cp, char *err, size_t errlen)
 			return (int)rev;
 		}
 		cp->hosts_rev = rev;
+		store_rev_seen(cp, rev);
 	}
 	jk_key_host(cp->prefix, "", prefix);
 	r = jk_etcd_watch_start(&cp->hosts_watch, cp->multi, &cp->agent, prefix, cp->hosts_rev + 1, on_hosts_msg, cp,
@@ -1296,6 +1373,10 @@ static int sync_watches(struct jk_cplane *cp, char *err, size_t errlen)
 			continue;
 		if (wv->reload && wv->reload_not_before_ns > jk_now_ns())
 			continue;               /* its watch goes on meanwhile */
+		if (!restart_due(&wv->restart, jk_now_ns()))
+			continue;
+		if ((r = restart_begin(cp, &wv->restart, jk_now_ns(), err, errlen)))
+			return r;
 		if (wv->watching)
 			jk_etcd_watch_stop(&wv->watch, cp->multi);
 		wv->watching = wv->ended = false;
@@ -1315,6 +1396,7 @@ static int sync_watches(struct jk_cplane *cp, char *err, size_t errlen)
 			}
 			wv->rev = rev;
 			wv->reloaded_ns = jk_now_ns();
+			store_rev_seen(cp, rev);
 		}
 		jk_key_vni(cp->prefix, wv->vni, prefix);
 		r = jk_etcd_watch_start(&wv->watch, cp->multi, &cp->agent, prefix, wv->rev + 1, on_watch_msg, wv, err,
@@ -1375,6 +1457,10 @@ static void *agent_main(void *arg)
 				cp->retry_ms = CP_RETRY_MIN_MS;
 				cp->next_keepalive_ns = now + period_ns;
 				cp->connect_err_logged[0] = '\0';
+				/* A new connection: its watches start at once. */
+				restart_worked(&cp->hosts_restart);
+				for (unsigned i = 0; i < JK_MAX_VNICS; i++)
+					restart_worked(&cp->vnis[i].restart);
 			} else {
 				set_error(cp, err);
 				connect_failed_log(cp, err, now);
@@ -1559,6 +1645,7 @@ json_t *jk_cplane_stats_json(struct jakirod *d)
 		json_object_set_new(by, "local", json_integer((json_int_t)cp->refused_local));
 		json_object_set_new(by, "full", json_integer((json_int_t)cp->refused_full));
 		json_object_set_new(o, "vlt_refused_by", by);
+		json_object_set_new(o, "watch_starts", json_integer((json_int_t)cp->watch_starts));
 	}
 	pthread_mutex_unlock(&cp->lock);
 	return o;
