@@ -106,8 +106,14 @@ int jk_etcd_read_password(const char *path, const char *field, char out[JK_ETCD_
 	n = read(fd, out, JK_ETCD_PASSWORD_MAX - 1);
 	close(fd);
 	out[n > 0 ? n : 0] = '\0';
-	len = strcspn(out, "\r\n");
-	if (n < 0 || len == 0 || (len == (size_t)n && n == JK_ETCD_PASSWORD_MAX - 1) || memchr(out, '\0', len)) {
+	/* The first line by its bytes (strcspn would stop at a NUL). */
+	for (len = 0; n > 0 && len < (size_t)n && out[len] != '\r' && out[len] != '\n'; len++)
+		;
+	if (memchr(out, '\0', len)) {
+		out[0] = '\0';
+		return fail(err, errlen, -EINVAL, "%s: %s: the password holds a NUL byte", field, path);
+	}
+	if (n < 0 || len == 0 || (len == (size_t)n && n == JK_ETCD_PASSWORD_MAX - 1)) {
 		out[0] = '\0';
 		return fail(err, errlen, -EINVAL, "%s: %s: the first line must hold the password (1-%d characters)",
 			    field, path, JK_ETCD_PASSWORD_MAX - 2);

@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -252,6 +253,17 @@ static void conf_etcd(void **state)
 		assert_string_equal(ec.auth.password, "s3cret");
 		assert_string_equal(ec.auth.user, "h1");
 		assert_string_equal(ec.auth.ca, "/etc/passwd");
+		json_decref(o);
+		/* A NUL in the password's line is refused, not a shorter password. */
+		fd = open(pw, O_WRONLY | O_TRUNC);
+		assert_true(fd >= 0);
+		assert_int_equal(write(fd, "s3\0cret\n", 8), 8);
+		close(fd);
+		o = json_loads(conf, 0, &jerr);
+		err[0] = '\0';
+		assert_int_equal(jk_conf_parse_etcd(o, &ec, err, sizeof(err)), -EINVAL);
+		if (!strstr(err, "etcd.password_file") || !strstr(err, "NUL"))
+			fail_msg("\"%s\" does not name etcd.password_file and the NUL", err);
 		json_decref(o);
 		unlink(pw);
 	}
