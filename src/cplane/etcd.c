@@ -106,8 +106,14 @@ int jk_etcd_read_password(const char *path, const char *field, char out[JK_ETCD_
 	n = read(fd, out, JK_ETCD_PASSWORD_MAX - 1);
 	close(fd);
 	out[n > 0 ? n : 0] = '\0';
-	len = strcspn(out, "\r\n");
-	if (n < 0 || len == 0 || (len == (size_t)n && n == JK_ETCD_PASSWORD_MAX - 1) || memchr(out, '\0', len)) {
+	/* The first line by its bytes (strcspn would stop at a NUL). */
+	for (len = 0; n > 0 && len < (size_t)n && out[len] != '\r' && out[len] != '\n'; len++)
+		;
+	if (memchr(out, '\0', len)) {
+		out[0] = '\0';
+		return fail(err, errlen, -EINVAL, "%s: %s: the password holds a NUL byte", field, path);
+	}
+	if (n < 0 || len == 0 || (len == (size_t)n && n == JK_ETCD_PASSWORD_MAX - 1)) {
 		out[0] = '\0';
 		return fail(err, errlen, -EINVAL, "%s: %s: the first line must hold the password (1-%d characters)",
 			    field, path, JK_ETCD_PASSWORD_MAX - 2);
@@ -146,14 +152,55 @@ int64_t jk_etcd_int(const json_t *v)
 	return 0;
 }
 
-/* etcd's gRPC code for an unknown or expired token (Unauthenticated). */
-#define ETCD_CODE_UNAUTHENTICATED 16
+/* gRPC codes etcd puts in an error reply (google.golang.org/grpc/codes). */
+#define ETCD_CODE_INVALID_ARGUMENT 3    /* also: a wrong user or password, a token of an old auth revision */
+#define ETCD_CODE_UNAUTHENTICATED 16    /* an unknown or expired token */
 
-/* One POST.  *code: the gRPC code of etcd's error reply (0 if none). */
-static int call_once(struct jk_etcd *e, const char *path, const char *body, json_t **reply, int *code, char *err,
+int jk_etcd_reply_errno(long status, int code, const char *msg, bool authenticating)
+{
+	if (!msg)
+		msg = "";
+	if (status >= 500)
+		return -EIO;            /* no leader, leader changed, timed out: etcd will answer later */
+	if (code == ETCD_CODE_UNAUTHENTICATED || (code == ETCD_CODE_INVALID_ARGUMENT && !authenticating &&
+						   strstr(msg, "revision of auth store is old")))
+		return authenticating ? -EACCES : -ESTALE;   /* a new token may do */
+	if (status == 401 || status == 403)
+		return -EACCES;
+	if (authenticating && status == 400 && code == ETCD_CODE_INVALID_ARGUMENT &&
+	    strstr(msg, "authentication failed"))
+		return -EACCES;
+	return -EPROTO;
+}
+
+int jk_etcd_set_token(struct jk_etcd *e, const char *tok, char *err, size_t errlen)
+{
+	if (!tok || !tok[0])
+		return fail(err, errlen, -EPROTO, "etcd %s: authenticate as %s: no token in the reply", e->url,
+			    e->auth.user);
+	if (strlen(tok) >= sizeof(e->token))
+		return fail(err, errlen, -EPROTO, "etcd %s: authenticate as %s: token longer than %zu", e->url,
+			    e->auth.user, sizeof(e->token) - 1);
+	snprintf(e->token, sizeof(e->token), "%s", tok);
+	return 0;
+}
+
+/* curl's errors of a TLS session etcd (or we) would not have: retried
+ * like any outage, but said plainly (a certificate etcd refuses does not
+ * fix itself). */
+static bool tls_error(CURLcode c)
+{
+	return c == CURLE_SSL_CONNECT_ERROR || c == CURLE_SSL_CERTPROBLEM || c == CURLE_PEER_FAILED_VERIFICATION ||
+	       c == CURLE_SSL_CACERT_BADFILE || c == CURLE_SSL_INVALIDCERTSTATUS;
+}
+
+/* One POST.  0, or -errno of jk_etcd_reply_errno (-ESTALE: our token is
+ * no longer taken) or -EIO (no reply). */
+static int call_once(struct jk_etcd *e, const char *path, const char *body, json_t **reply, char *err,
 		     size_t errlen)
 {
-	char url[JK_ETCD_URL_MAX + 64], auth[JK_ETCD_TOKEN_MAX + 32];
+	char url[JK_ETCD_URL_MAX + 64], auth[JK_ETCD_TOKEN_MAX + 32], detail[CURL_ERROR_SIZE] = "";
+	bool authenticating = strcmp(path, "/v3/auth/authenticate") == 0;
 	struct curl_slist *headers = NULL;
 	json_error_t jerr;
 	long status = 0;
@@ -161,9 +208,8 @@ static int call_once(struct jk_etcd *e, const char *path, const char *body, json
 	json_t *r;
 
 	*reply = NULL;
-	*code = 0;
 	snprintf(url, sizeof(url), "%s%s", e->url, path);
-	if (e->token[0] && strcmp(path, "/v3/auth/authenticate") != 0) {
+	if (e->token[0] && !authenticating) {
 		snprintf(auth, sizeof(auth), "Authorization: %s", e->token);
 		headers = curl_slist_append(NULL, "Content-Type: application/json");
 		if (!headers || !curl_slist_append(headers, auth)) {
@@ -179,25 +225,34 @@ static int call_once(struct jk_etcd *e, const char *path, const char *body, json
 	curl_easy_setopt(e->curl, CURLOPT_POSTFIELDS, body);
 	curl_easy_setopt(e->curl, CURLOPT_WRITEFUNCTION, on_reply_bytes);
 	curl_easy_setopt(e->curl, CURLOPT_WRITEDATA, e);
+	curl_easy_setopt(e->curl, CURLOPT_ERRORBUFFER, detail);
 	curl_easy_setopt(e->curl, CURLOPT_TIMEOUT_MS, e->timeout_ms);
 	curl_easy_setopt(e->curl, CURLOPT_CONNECTTIMEOUT_MS, e->timeout_ms);
 	curl_easy_setopt(e->curl, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(e->curl, CURLOPT_PROTOCOLS_STR, "http,https");
 	c = curl_easy_perform(e->curl);
+	curl_easy_setopt(e->curl, CURLOPT_ERRORBUFFER, NULL);   /* `detail` is ours only till we return */
 	curl_slist_free_all(headers);
+	if (c != CURLE_OK && tls_error(c))
+		return fail(err, errlen, -EIO, "etcd %s: TLS session refused: %s (%.160s): check etcd.ca, etcd.cert "
+			    "and etcd.key against the CA etcd trusts", e->url, curl_easy_strerror(c), detail);
 	if (c != CURLE_OK)
 		return fail(err, errlen, -EIO, "etcd %s: %s", e->url, curl_easy_strerror(c));
 	curl_easy_getinfo(e->curl, CURLINFO_RESPONSE_CODE, &status);
 	r = e->len ? json_loadb(e->buf, e->len, 0, &jerr) : NULL;
+	if (status >= 500 && !json_is_object(r)) {
+		json_decref(r);
+		return fail(err, errlen, -EIO, "etcd %s%s: HTTP %ld", e->url, path, status);
+	}
 	if (!json_is_object(r)) {
 		json_decref(r);
 		return fail(err, errlen, -EPROTO, "etcd %s%s: HTTP %ld, not a JSON object", e->url, path, status);
 	}
 	if (status != 200) {
 		const char *msg = json_string_value(json_object_get(r, "message"));
-		int rc = status == 403 || status == 401 ? -EACCES : -EPROTO;
+		int code = (int)jk_etcd_int(json_object_get(r, "code"));
+		int rc = jk_etcd_reply_errno(status, code, msg, authenticating);
 
-		*code = (int)jk_etcd_int(json_object_get(r, "code"));
 		fail(err, errlen, rc, "etcd %s%s: HTTP %ld: %s", e->url, path, status, msg ? msg : "(no message)");
 		json_decref(r);
 		return rc;
@@ -211,15 +266,14 @@ static int authenticate(struct jk_etcd *e, char *err, size_t errlen)
 {
 	json_t *req = json_pack("{s:s, s:s}", "name", e->auth.user, "password", e->auth.password), *reply;
 	char *body = json_dumps(req, JSON_COMPACT);
-	const char *tok;
-	int code, r;
+	int r;
 
 	json_decref(req);
 	if (!body)
 		return fail(err, errlen, -ENOMEM, "etcd: cannot encode the request");
-	r = call_once(e, "/v3/auth/authenticate", body, &reply, &code, err, errlen);
+	r = call_once(e, "/v3/auth/authenticate", body, &reply, err, errlen);
 	free(body);
-	if (r == -EACCES || r == -EPROTO) {
+	if (r == -EACCES) {
 		/* A wrong user or password is an answer, not an outage. */
 		char sub[JK_ETCD_VAL_MAX];
 
@@ -228,22 +282,16 @@ static int authenticate(struct jk_etcd *e, char *err, size_t errlen)
 			    sub);
 	}
 	if (r)
-		return r;
-	tok = json_string_value(json_object_get(reply, "token"));
-	if (!tok || strlen(tok) >= sizeof(e->token)) {
-		json_decref(reply);
-		return fail(err, errlen, -EPROTO, "etcd %s: authenticate as %s: no token in the reply", e->url,
-			    e->auth.user);
-	}
-	snprintf(e->token, sizeof(e->token), "%s", tok);
+		return r;                /* -EIO: etcd (its leader) away, tried again later */
+	r = jk_etcd_set_token(e, json_string_value(json_object_get(reply, "token")), err, errlen);
 	json_decref(reply);
-	return 0;
+	return r;
 }
 
 int jk_etcd_call(struct jk_etcd *e, const char *path, json_t *req, json_t **reply, char *err, size_t errlen)
 {
 	char *body = json_dumps(req, JSON_COMPACT);
-	int code = 0, r;
+	int r;
 
 	json_decref(req);
 	*reply = NULL;
@@ -251,16 +299,25 @@ int jk_etcd_call(struct jk_etcd *e, const char *path, json_t *req, json_t **repl
 		return fail(err, errlen, -ENOMEM, "etcd: cannot encode the request");
 	r = e->auth.user[0] && !e->token[0] ? authenticate(e, err, errlen) : 0;
 	if (r == 0)
-		r = call_once(e, path, body, reply, &code, err, errlen);
-	if (r == -EACCES && code == ETCD_CODE_UNAUTHENTICATED && e->auth.user[0]) {
-		/* Our token expired (etcd's simple tokens live 5 min unused). */
+		r = call_once(e, path, body, reply, err, errlen);
+	if (r == -ESTALE && e->auth.user[0]) {
+		/* Our token expired (etcd's simple tokens live 5 min unused)
+		 * or predates a change of users or roles (JWT). */
 		e->token[0] = '\0';
 		r = authenticate(e, err, errlen);
 		if (r == 0)
-			r = call_once(e, path, body, reply, &code, err, errlen);
+			r = call_once(e, path, body, reply, err, errlen);
 	}
+	if (r == -ESTALE)
+		r = -EACCES;             /* refused again with a new token (or no user to get one for) */
 	free(body);
 	return r;
+}
+
+int jk_etcd_reauthenticate(struct jk_etcd *e, char *err, size_t errlen)
+{
+	e->token[0] = '\0';
+	return e->auth.user[0] ? authenticate(e, err, errlen) : 0;
 }
 
 json_t *jk_etcd_b64(const char *s)
@@ -322,47 +379,25 @@ void jk_etcd_prefix_end(const char *prefix, char end[JK_ETCD_KEY_MAX])
 		end[n - 1] = (char)(end[n - 1] + 1);
 }
 
-int jk_etcd_range_prefix(struct jk_etcd *e, const char *prefix, json_t **kvs, int64_t *revision, char *err,
-			 size_t errlen)
+int jk_etcd_range_prefix(struct jk_etcd *e, const char *prefix, bool keys_only, json_t **kvs, int64_t *revision,
+			 char *err, size_t errlen)
 {
 	char end[JK_ETCD_KEY_MAX];
-	json_t *reply;
+	json_t *reply, *req;
 	int r;
 
 	jk_etcd_prefix_end(prefix, end);
-	r = jk_etcd_call(e, "/v3/kv/range",
-			 json_pack("{s:o, s:o}", "key", jk_etcd_b64(prefix), "range_end", jk_etcd_b64(end)), &reply,
-			 err, errlen);
+	req = json_pack("{s:o, s:o}", "key", jk_etcd_b64(prefix), "range_end", jk_etcd_b64(end));
+	if (req && keys_only)
+		json_object_set_new(req, "keys_only", json_true());
+	r = jk_etcd_call(e, "/v3/kv/range", req, &reply, err, errlen);
 	if (r)
 		return r;
 	*kvs = json_incref(json_object_get(reply, "kvs"));
 	if (!*kvs)
 		*kvs = json_array();
-	*revision = e->revision;
-	json_decref(reply);
-	if (!json_is_array(*kvs)) {
-		json_decref(*kvs);
-		return fail(err, errlen, -EPROTO, "etcd range %s: \"kvs\" is not an array", prefix);
-	}
-	return 0;
-}
-
-int jk_etcd_range_keys(struct jk_etcd *e, const char *prefix, json_t **kvs, char *err, size_t errlen)
-{
-	char end[JK_ETCD_KEY_MAX];
-	json_t *reply;
-	int r;
-
-	jk_etcd_prefix_end(prefix, end);
-	r = jk_etcd_call(e, "/v3/kv/range",
-			 json_pack("{s:o, s:o, s:b}", "key", jk_etcd_b64(prefix), "range_end", jk_etcd_b64(end),
-				   "keys_only", 1),
-			 &reply, err, errlen);
-	if (r)
-		return r;
-	*kvs = json_incref(json_object_get(reply, "kvs"));
-	if (!*kvs)
-		*kvs = json_array();
+	if (revision)
+		*revision = e->revision;
 	json_decref(reply);
 	if (!json_is_array(*kvs)) {
 		json_decref(*kvs);

@@ -14,7 +14,11 @@
  *             message when it sent one);
  *   -EEXIST   jk_etcd_claim: the key holds another value;
  *   -EACCES   etcd refused: permission denied (our role may not write
- *             there), or our user/password was refused.
+ *             there), or our user/password was refused (HTTP 401/403, or
+ *             400 "authentication failed" when authenticating).
+ * An HTTP 5xx (no leader, leader changed) is -EIO: etcd answers later.
+ * A TLS session that fails (a client certificate etcd does not take) is
+ * -EIO too, its message naming the TLS settings. 
  * Not thread-safe: one struct jk_etcd per thread.
  */
 #ifndef JK_ETCD_H
@@ -33,7 +37,7 @@
 #define JK_ETCD_PATH_MAX 256
 #define JK_ETCD_USER_MAX 64
 #define JK_ETCD_PASSWORD_MAX 128
-#define JK_ETCD_TOKEN_MAX 256
+#define JK_ETCD_TOKEN_MAX 2048     /* etcd's JWT tokens run to several hundred bytes */
 
 /* Who we are to etcd (docs/cluster.md, "Trust").  Every field may be "".
  *   ca          the CA that signed etcd's server certificate (https);
@@ -73,6 +77,19 @@ void jk_etcd_set_auth(struct jk_etcd *e, const struct jk_etcd_auth *a);
 int jk_etcd_read_password(const char *path, const char *field, char out[JK_ETCD_PASSWORD_MAX], char *err,
 			  size_t errlen);
 void jk_etcd_fini(struct jk_etcd *e);
+/* What an error reply means: -EIO (HTTP 5xx: try again), -EACCES
+ * (refused), -ESTALE (the token is no longer taken: authenticate again;
+ * never while authenticating) or -EPROTO.  code is the gRPC code of the
+ * reply, msg its message (may be NULL). */
+int jk_etcd_reply_errno(long status, int code, const char *msg, bool authenticating);
+/* Takes the token /v3/auth/authenticate gave.  0, or -EPROTO when there
+ * is none or it is longer than JK_ETCD_TOKEN_MAX - 1 (err says so). */
+int jk_etcd_set_token(struct jk_etcd *e, const char *tok, char *err, size_t errlen);
+
+/* Drops our token and asks for a new one (when we have a user): for a
+ * watch, whose stream etcd cancels when the token it started with is no
+ * longer taken.  0 or -errno as jk_etcd_call. */
+int jk_etcd_reauthenticate(struct jk_etcd *e, char *err, size_t errlen);
 
 /* POSTs `req` (taken over) to `path` ("/v3/kv/range"); on 0 *reply is
  * etcd's answer (the caller decrefs it). */
@@ -94,11 +111,10 @@ void jk_etcd_prefix_end(const char *prefix, char end[JK_ETCD_KEY_MAX]);
 
 /* ---- operations ---- */
 /* Every key under `prefix`: *kvs is the reply's "kvs" array (a new
- * reference, may be empty), *revision the store's revision it reflects. */
-int jk_etcd_range_prefix(struct jk_etcd *e, const char *prefix, json_t **kvs, int64_t *revision, char *err,
-			 size_t errlen);
-/* The same, keys and their metadata only (no values). */
-int jk_etcd_range_keys(struct jk_etcd *e, const char *prefix, json_t **kvs, char *err, size_t errlen);
+ * reference, may be empty), *revision (when not NULL) the store's
+ * revision it reflects.  keys_only: keys and their metadata, no values. */
+int jk_etcd_range_prefix(struct jk_etcd *e, const char *prefix, bool keys_only, json_t **kvs, int64_t *revision,
+			 char *err, size_t errlen);
 /* A key's value and metadata; *found false when it does not exist. */
 int jk_etcd_get_kv(struct jk_etcd *e, const char *key, char val[JK_ETCD_VAL_MAX], struct jk_etcd_kv_meta *m,
 		   bool *found, char *err, size_t errlen);

@@ -157,7 +157,7 @@ static json_t *cluster_view(struct jk_etcd *e, const char *prefix, char *err, si
 	size_t i;
 
 	snprintf(root, sizeof(root), "%s/", prefix);
-	if (jk_etcd_range_prefix(e, root, &kvs, &rev, err, errlen))
+	if (jk_etcd_range_prefix(e, root, false, &kvs, &rev, err, errlen))
 		return NULL;
 	view = json_pack("{s:I, s:{}, s:{}, s:[], s:[]}", "revision", (json_int_t)rev, "hosts", "vpcs", "vlt",
 			 "policies");

@@ -393,7 +393,7 @@ int main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	char sock[108] = "";
-	const char *etcd = getenv("JAKIRO_ETCD"), *etcd_conf = getenv("JAKIRO_ETCD_CONF");
+	const char *etcd = NULL, *etcd_conf = NULL;
 	bool as_json = false;
 	json_t *req, *rep, *result;
 	int opt, r;
@@ -407,6 +407,18 @@ int main(int argc, char **argv)
 		case 'h': fputs(usage_text, stdout); return 0;
 		default: fputs(usage_text, stderr); return 2;
 		}
+	}
+	if (etcd && etcd_conf) {
+		fputs("jakiroctl: --etcd and --etcd-conf: one or the other\n", stderr);
+		return 2;
+	}
+	/* The command line wins over the environment: an explicit --etcd
+	 * is not overridden by $JAKIRO_ETCD_CONF (nor --etcd-conf by
+	 * $JAKIRO_ETCD); between the two variables, the file does. */
+	if (!etcd && !etcd_conf) {
+		etcd_conf = getenv("JAKIRO_ETCD_CONF");
+		if (!etcd_conf)
+			etcd = getenv("JAKIRO_ETCD");
 	}
 	if (optind < argc && strcmp(argv[optind], "cluster") == 0)
 		return jk_ctl_cluster(etcd, etcd_conf, as_json, argc - optind - 1, argv + optind + 1);

@@ -638,6 +638,9 @@ int jk_conf_parse_etcd(json_t *o, struct jk_etcd_conf *e, char *err, size_t errl
 	if (!a->user[0] != !pwfile[0])
 		return fail(err, errlen, "etcd.%s: missing (an etcd user needs both user and password_file)",
 			    a->user[0] ? "password_file" : "user");
+	if (!tls && a->user[0])
+		return fail(err, errlen, "etcd.user: needs an https endpoint (the password would cross the network "
+			    "in clear)");
 	if (pwfile[0]) {
 		char sub[JK_ERR_MAX];
 

@@ -21,10 +21,14 @@
 #define CP_TIMEOUT_MS 2000          /* one etcd request */
 #define CP_RETRY_MIN_MS 100         /* reconnecting: first wait, doubled up to */
 #define CP_RETRY_MAX_MS 2000
+#define CP_WATCH_RETRY_MIN_MS 100   /* a watch that keeps ending: first wait, doubled up to */
+#define CP_WATCH_RETRY_MAX_MS 5000
 #define CP_CLAIMS (2 * JK_MAX_VNICS)   /* local addresses, and releases waiting for etcd */
 #define CP_LEARNED_MAX 65536        /* remote entries (the datapath's VLT holds as many) */
-#define CP_HOSTS_MAX 1024           /* host records cached to check entries against */
+#define CP_HOSTS_MAX 4096           /* host records held (every host of the cluster) to check entries against */
 #define CP_LOG_EVERY_NS 1000000000ull   /* refused entries: one log line a second at most */
+#define CP_CONNECT_LOG_EVERY_NS (60 * 1000000000ull)   /* the same reason for not connecting: logged once a minute */
+#define CP_RELOAD_GAP_NS 1000000000ull  /* a VNI read again because a host record changed: once a second at most */
 
 enum claim_state {
 	CLAIM_FREE,
@@ -41,14 +45,28 @@ struct claim {
 	char val[JK_ETCD_VAL_MAX];
 };
 
+/* When a watch that ended starts again: at once after a stream that
+ * worked (a message came), else backing off from CP_WATCH_RETRY_MIN_MS to
+ * CP_WATCH_RETRY_MAX_MS; and with a new token first when etcd cancelled
+ * it for other reasons than a compaction (the token it started with is
+ * no longer taken: etcd answers "permission denied" to a watch). */
+struct watch_restart {
+	unsigned backoff_ms;            /* 0: the last stream worked */
+	uint64_t not_before_ns;
+	bool reauth;
+};
+
 struct watched_vni {
 	struct jk_cplane *cp;
 	uint32_t vni;                   /* 0: free slot */
 	bool watching;
 	bool ended;                     /* the stream ended (etcd went): resume from rev */
 	bool reload;                    /* read in full (first time, or compacted past rev) */
+	uint64_t reload_not_before_ns;  /* a read in full asked for later (vni_reload_later) waits till then */
+	uint64_t reloaded_ns;           /* when it was last read in full */
 	int64_t rev;                    /* every change of the VNI up to here is applied */
 	struct jk_etcd_watch watch;
+	struct watch_restart restart;
 };
 
 struct learned_key {
@@ -63,15 +81,19 @@ struct learned {
 	uint32_t vtep;
 	uint32_t epoch;                 /* the read in full that last saw it */
 	int64_t create_rev;             /* of its key: the older claim holds an address */
+	int64_t lease;                  /* of its key: checked again when its host's record changes */
 	char host[JK_KEY_NAME_MAX];     /* whose key it is */
 };
 
-/* A host record as etcd has it: entries naming the host are checked
- * against it (its lease, its VTEP). */
+/* A host record as etcd has it, kept current by the watch of
+ * PREFIX/hosts/: entries naming the host are checked against it (its
+ * lease, its VTEP). */
 struct host_cache {
 	char name[JK_KEY_NAME_MAX];     /* "": free */
 	struct jk_host_rec rec;
-	int64_t checked_lease;          /* the entry lease it was last read again for */
+	bool refused;                   /* an entry of this host was refused for want of a matching
+					   record: the watched VNIs are read again when the record changes */
+	bool seen;                      /* in the read in full of the records under way (reload_hosts) */
 };
 
 struct policy_req {
@@ -107,12 +129,17 @@ struct jk_cplane {
 	unsigned retry_ms;
 	int64_t store_rev;              /* the store's revision when we (re)connected */
 	struct host_cache hosts[CP_HOSTS_MAX];
-	unsigned next_host;             /* the slot to reuse when full */
+	struct jk_etcd_watch hosts_watch;   /* PREFIX/hosts/ */
+	bool hosts_watching, hosts_ended, hosts_reload;
+	struct watch_restart hosts_restart;
+	int64_t hosts_rev;              /* every change of the host records up to here is applied */
 	uint32_t reloading_vni;         /* the VNI being read in full, 0 when none */
 	uint64_t last_refusal_log_ns, refusals_unlogged;
-	/* Counters (`show stats`, metrics). */
+	uint64_t connect_log_ns;        /* connect_failed_log: when, and what, it last logged */
+	char connect_err_logged[JK_ERR_MAX];
+	/* Counters (`show stats`, metrics): written and read under lock. */
 	uint64_t connects, disconnects, leases_lost, reloads, compactions, events, bad_events, vlt_refused,
-		claims_refused, conflicts, policies_applied, policies_refused, errors;
+		claims_refused, conflicts, policies_applied, policies_refused, errors, watch_starts;
 	uint64_t refused_by[JK_VLT_VERDICTS];   /* vlt_refused by jk_vlt_check's reason ([OK]: unused) */
 	uint64_t refused_local, refused_full;   /* vlt_refused by the datapath: a local vNIC has it, table full */
 	char last_error[JK_ERR_MAX];
@@ -131,6 +158,24 @@ static void set_error(struct jk_cplane *cp, const char *msg)
 	pthread_mutex_unlock(&cp->lock);
 }
 
+/* The agent's counters are read by `show stats` (the control thread)
+ * under cp->lock: written under it too. */
+static void count(struct jk_cplane *cp, uint64_t *counter)
+{
+	pthread_mutex_lock(&cp->lock);
+	(*counter)++;
+	pthread_mutex_unlock(&cp->lock);
+}
+
+/* An entry refused: vlt_refused and its reason (refused_by[], refused_local, refused_full). */
+static void count_refused(struct jk_cplane *cp, uint64_t *reason)
+{
+	pthread_mutex_lock(&cp->lock);
+	cp->vlt_refused++;
+	(*reason)++;
+	pthread_mutex_unlock(&cp->lock);
+}
+
 static uint32_t learned_hash(const struct learned_key *k)
 {
 	return jk_hash_keyed((const uint32_t *)k, 2);
@@ -142,6 +187,16 @@ static const struct jk_vpc_conf *vpc_of_vni(const struct jk_conf *c, uint32_t vn
 		if (c->vpcs[i].vni == vni)
 			return &c->vpcs[i];
 	return NULL;
+}
+
+/* The store's revision as the agent last saw it (connect, reads in full,
+ * watch headers): a watch resuming past it means a new etcd (its history
+ * gone), read in full.  (Set at connect only, any watch that had applied
+ * an event since read its VNI in full again when it merely restarted.) */
+static void store_rev_seen(struct jk_cplane *cp, int64_t rev)
+{
+	if (rev > cp->store_rev)
+		cp->store_rev = rev;
 }
 
 static void set_revision(uint64_t *field, int64_t rev)
@@ -185,23 +240,56 @@ static struct claim *claim_slot(struct jk_cplane *cp)
 	return NULL;
 }
 
-/* Writes one claim or release to etcd (write_lock held).  0, -EEXIST
- * (holder set), or -EIO & co. (etcd unreachable: try later). */
-/* After our key for (vni, ip) is written: is an older key of another
- * host claiming the same address?  Every host takes the older claim
- * (docs/cluster.md), so we give ours up.  0 (ours holds), -EEXIST
- * (holder: the other's value), -errno. */
+/* Does the holder of `key` (another host's claim of our address) count,
+ * by the checks every host makes of an entry (jk_vlt_check against its
+ * host record)?  1 yes, 0 no (or gone), -errno. */
+static int claim_counts(struct jk_cplane *cp, struct jk_etcd *e, const char *key, char holder[JK_ETCD_VAL_MAX],
+			char *err, size_t errlen)
+{
+	const struct jk_vpc_conf *vpc;
+	char hkey[JK_ETCD_KEY_MAX], hval[JK_ETCD_VAL_MAX];
+	struct jk_etcd_kv_meta m, hm;
+	struct jk_host_rec rec = { 0 };
+	struct jk_vlt_value v;
+	bool found = false;
+	struct jk_key k;
+	int r;
+
+	jk_key_parse(cp->prefix, key, &k);
+	vpc = vpc_of_vni(cp->d->conf, k.vni);
+	if (!vpc)
+		return 0;
+	if ((r = jk_etcd_get_kv(e, key, holder, &m, &found, err, errlen)) || !found)
+		return r;
+	jk_key_host(cp->prefix, k.name, hkey);
+	if ((r = jk_etcd_get_kv(e, hkey, hval, &hm, &rec.found, err, errlen)))
+		return r;
+	rec.found = rec.found && jk_host_value_parse(hval, &rec.vtep) == 0;
+	rec.lease = hm.lease;
+	return jk_vlt_check(&k, holder, m.lease, vpc->subnet, vpc->prefix_len, &rec, &v) == JK_VLT_OK;
+}
+
+#define CP_OLDER_CHECKS 8           /* older claims of one address checked at most, oldest first */
+
+/* After our key for (vni, ip) is written: does an older key of another
+ * host hold the same address?  Every host takes the older claim that
+ * passes its checks (docs/cluster.md), so we give ours up then; a key
+ * every host refuses (no lease, not the lease or VTEP of its host's
+ * record, ...) holds nothing.  0 (ours holds), -EEXIST (holder: the
+ * other's value), -errno. */
 static int older_claim(struct jk_cplane *cp, struct jk_etcd *e, const struct claim *c,
 		       char holder[JK_ETCD_VAL_MAX], char *err, size_t errlen)
 {
-	char all[JK_ETCD_KEY_MAX], key[JK_ETCD_KEY_MAX], val[JK_ETCD_VAL_MAX], older[JK_ETCD_KEY_MAX] = "";
-	int64_t ours = 0, oldest = 0;
+	char all[JK_ETCD_KEY_MAX], key[JK_ETCD_KEY_MAX], val[JK_ETCD_VAL_MAX];
+	char older[CP_OLDER_CHECKS][JK_ETCD_KEY_MAX];
+	int64_t ours = 0, older_rev[CP_OLDER_CHECKS];
+	unsigned n = 0;
 	json_t *kvs, *kv;
 	size_t i;
 	int r;
 
 	jk_key_vlt_all(cp->prefix, c->vni, all);
-	if ((r = jk_etcd_range_keys(e, all, &kvs, err, errlen)))
+	if ((r = jk_etcd_range_prefix(e, all, true, &kvs, NULL, err, errlen)))
 		return r;
 	json_array_foreach(kvs, i, kv) {
 		struct jk_etcd_kv_meta m;
@@ -213,30 +301,51 @@ static int older_claim(struct jk_cplane *cp, struct jk_etcd *e, const struct cla
 		if (k.kind != JK_KEY_VLT || k.ip != c->ip)
 			continue;
 		jk_etcd_kv_meta(kv, &m);
-		if (strcmp(key, c->key) == 0) {
+		if (strcmp(key, c->key) == 0)
 			ours = m.create_revision;
-		} else if (!oldest || m.create_revision < oldest) {
-			oldest = m.create_revision;
-			snprintf(older, sizeof(older), "%s", key);
-		}
+	}
+	/* The older keys under some lease, oldest first (at most
+	 * CP_OLDER_CHECKS: one key per host may claim an address). */
+	json_array_foreach(kvs, i, kv) {
+		struct jk_etcd_kv_meta m;
+		struct jk_key k;
+		unsigned at;
+
+		if (jk_etcd_kv(kv, key, val, NULL))
+			continue;
+		jk_key_parse(cp->prefix, key, &k);
+		jk_etcd_kv_meta(kv, &m);
+		if (k.kind != JK_KEY_VLT || k.ip != c->ip || strcmp(key, c->key) == 0 || m.lease == 0 ||
+		    (ours && m.create_revision >= ours))
+			continue;
+		for (at = n; at > 0 && older_rev[at - 1] > m.create_revision; at--)
+			;
+		if (at >= CP_OLDER_CHECKS)
+			continue;
+		if (n < CP_OLDER_CHECKS)
+			n++;
+		memmove(&older[at + 1], &older[at], (n - 1 - at) * sizeof(older[0]));
+		memmove(&older_rev[at + 1], &older_rev[at], (n - 1 - at) * sizeof(older_rev[0]));
+		snprintf(older[at], sizeof(older[at]), "%s", key);
+		older_rev[at] = m.create_revision;
 	}
 	json_decref(kvs);
-	if (!oldest || (ours && ours < oldest))
-		return 0;
-	{
-		struct jk_etcd_kv_meta m;
-		bool found = false;
-
-		if ((r = jk_etcd_get_kv(e, older, holder, &m, &found, err, errlen)))
+	for (unsigned o = 0; o < n; o++) {
+		if ((r = claim_counts(cp, e, older[o], holder, err, errlen)) < 0)
 			return r;
-		if (!found)
-			return 0;               /* gone meanwhile: ours holds */
+		if (r == 1) {
+			/* Not ours to hold: take our key back (if it is still ours). */
+			r = jk_etcd_release(e, c->key, c->val, err, errlen);
+			return r ? r : -EEXIST;
+		}
 	}
-	/* Not ours to hold: take our key back (if it is still ours). */
-	r = jk_etcd_release(e, c->key, c->val, err, errlen);
-	return r ? r : -EEXIST;
+	return 0;
 }
 
+/* Writes one claim or release to etcd (write_lock held).  0, -EEXIST
+ * (holder set: another vNIC here, or an older claim of another host that
+ * every host takes), -EACCES (etcd refuses this host the key: a VPC it
+ * was not granted), or -EIO & co. (etcd unreachable: try later). */
 static int claim_write(struct jk_cplane *cp, struct jk_etcd *e, const struct claim *c, int64_t lease,
 		       char holder[JK_ETCD_VAL_MAX], char *err, size_t errlen)
 {
@@ -499,7 +608,7 @@ void jk_cplane_fetch_policy(struct jakirod *d, const struct jk_vnic_conf *v)
 /* ---- remote entries (agent) ---------------------------------------------- */
 
 static void learned_put(struct jk_cplane *cp, uint32_t vni, uint32_t ip, const struct jk_vlt_value *v,
-			int64_t create_rev)
+			int64_t create_rev, int64_t lease)
 {
 	struct jakirod *d = cp->d;
 	struct learned_key k = { vni, ip };
@@ -510,14 +619,14 @@ static void learned_put(struct jk_cplane *cp, uint32_t vni, uint32_t ip, const s
 	if (!e)
 		e = jk_table_insert(&cp->learned, &k, h);
 	if (!e) {
-		cp->vlt_refused++;
-		cp->refused_full++;
+		count_refused(cp, &cp->refused_full);
 		return;
 	}
 	memcpy(e->mac, v->mac, 6);
 	e->vtep = v->vtep;
 	e->epoch = cp->epoch;
 	e->create_rev = create_rev;
+	e->lease = lease;
 	snprintf(e->host, sizeof(e->host), "%s", v->host);
 	pthread_mutex_lock(&d->dp_lock);
 	r = jk_dp_vlt_add(d->dp, vni, ip, v->mac, v->vtep);
@@ -527,11 +636,7 @@ static void learned_put(struct jk_cplane *cp, uint32_t vni, uint32_t ip, const s
 	if (r) {
 		/* A local vNIC holds it (claimed here during an outage), or
 		 * the table is full: not forwarded to that host. */
-		cp->vlt_refused++;
-		if (r == -EEXIST)
-			cp->refused_local++;
-		else
-			cp->refused_full++;
+		count_refused(cp, r == -EEXIST ? &cp->refused_local : &cp->refused_full);
 		jk_table_remove(&cp->learned, e);
 	}
 }
@@ -560,6 +665,8 @@ static void learned_del(struct jk_cplane *cp, uint32_t vni, uint32_t ip, const c
 
 /* ---- checking what we learn (docs/security.md) ----------------------------- */
 
+/* The slot of host `name`; with `make`, a free one for it (NULL when
+ * every slot is taken: more than CP_HOSTS_MAX hosts). */
 static struct host_cache *host_slot(struct jk_cplane *cp, const char *name, bool make)
 {
 	struct host_cache *free_slot = NULL;
@@ -570,35 +677,11 @@ static struct host_cache *host_slot(struct jk_cplane *cp, const char *name, bool
 		if (!cp->hosts[i].name[0] && !free_slot)
 			free_slot = &cp->hosts[i];
 	}
-	if (!make)
+	if (!make || !free_slot)
 		return NULL;
-	if (!free_slot) {
-		free_slot = &cp->hosts[cp->next_host];
-		cp->next_host = (cp->next_host + 1) % CP_HOSTS_MAX;
-	}
 	memset(free_slot, 0, sizeof(*free_slot));
 	snprintf(free_slot->name, sizeof(free_slot->name), "%s", name);
 	return free_slot;
-}
-
-/* Reads PREFIX/hosts/NAME again (its lease and VTEP).  NULL when etcd
- * cannot be asked now. */
-static const struct jk_host_rec *host_fetch(struct jk_cplane *cp, const char *name)
-{
-	char key[JK_ETCD_KEY_MAX], val[JK_ETCD_VAL_MAX], sub[JK_ERR_MAX];
-	struct jk_etcd_kv_meta m;
-	struct host_cache *h;
-	bool found = false;
-
-	jk_key_host(cp->prefix, name, key);
-	if (jk_etcd_get_kv(&cp->agent, key, val, &m, &found, sub, sizeof(sub))) {
-		set_error(cp, sub);
-		return NULL;
-	}
-	h = host_slot(cp, name, true);
-	h->rec.found = found && jk_host_value_parse(val, &h->rec.vtep) == 0;
-	h->rec.lease = m.lease;
-	return &h->rec;
 }
 
 static void refusal_log(struct jk_cplane *cp, enum jk_vlt_verdict why, const char *key)
@@ -623,6 +706,67 @@ static void refusal_log(struct jk_cplane *cp, enum jk_vlt_verdict why, const cha
 	cp->refusals_unlogged = 0;
 }
 
+static bool restart_due(const struct watch_restart *r, uint64_t now)
+{
+	return now >= r->not_before_ns;
+}
+
+/* A watch (re)starts now: a new token first if etcd cancelled the last
+ * one; the next start waits longer unless this stream works. */
+static int restart_begin(struct jk_cplane *cp, struct watch_restart *r, uint64_t now, char *err, size_t errlen)
+{
+	int rc;
+
+	/* A stream that ended before any message (etcd's gateway answered
+	 * with an error line) is likely our token too. */
+	if (r->reauth || r->backoff_ms) {
+		if ((rc = jk_etcd_reauthenticate(&cp->agent, err, errlen)))
+			return rc;
+		r->reauth = false;
+	}
+	count(cp, &cp->watch_starts);
+	r->not_before_ns = now + (uint64_t)r->backoff_ms * 1000000u;
+	r->backoff_ms = !r->backoff_ms ? CP_WATCH_RETRY_MIN_MS
+		      : r->backoff_ms * 2 > CP_WATCH_RETRY_MAX_MS ? CP_WATCH_RETRY_MAX_MS : r->backoff_ms * 2;
+	return 0;
+}
+
+/* A message came on the stream: it works. */
+static void restart_worked(struct watch_restart *r)
+{
+	r->backoff_ms = 0;
+	r->not_before_ns = 0;
+}
+
+/* A stream etcd cancelled: read in full after a compaction, else with a
+ * new token. */
+static void restart_cancelled(struct jk_cplane *cp, struct watch_restart *r, const json_t *result, bool *reload)
+{
+	if (jk_etcd_int(json_object_get(result, "compact_revision"))) {
+		count(cp, &cp->compactions);
+		*reload = true;
+	} else {
+		r->reauth = true;
+	}
+}
+
+/* The VNI is to be read in full again, not before CP_RELOAD_GAP_NS after
+ * its last read in full (its watch goes on till then and is restarted
+ * after the read: sync_watches). */
+static void vni_reload_later(struct jk_cplane *cp, uint32_t vni)
+{
+	for (unsigned i = 0; i < JK_MAX_VNICS; i++) {
+		struct watched_vni *wv = &cp->vnis[i];
+
+		if (wv->vni != vni)
+			continue;
+		if (!wv->reload)
+			wv->reload_not_before_ns = wv->reloaded_ns + CP_RELOAD_GAP_NS;
+		wv->reload = true;
+		wv->ended = true;
+	}
+}
+
 /* A remote VLT key put: learned if it passes every check. */
 static void vlt_put(struct jk_cplane *cp, const struct jk_key *k, const char *key, const char *val,
 		    const struct jk_etcd_kv_meta *m)
@@ -638,17 +782,16 @@ static void vlt_put(struct jk_cplane *cp, const struct jk_key *k, const char *ke
 	if (!vpc)
 		return;
 	why = jk_vlt_check(k, val, m->lease, vpc->subnet, vpc->prefix_len, rec, &v);
-	if ((why == JK_VLT_NO_HOST || why == JK_VLT_LEASE || why == JK_VLT_VTEP) &&
-	    (!h || h->checked_lease != m->lease)) {
-		/* The host may have a new lease since we read its record
-		 * (a restart): read it once more before refusing -- once per
-		 * lease an entry names, so entries that keep disagreeing
-		 * cost no request each. */
-		rec = host_fetch(cp, k->name);
-		h = host_slot(cp, k->name, false);
+	if (why == JK_VLT_NO_HOST || why == JK_VLT_LEASE || why == JK_VLT_VTEP) {
+		/* The records come on a stream of their own: a host that
+		 * restarted may have its entries here before its record.
+		 * Refused now, and read again when the record changes
+		 * (host_changed) -- no request to etcd from here: this runs
+		 * inside the watch, where the keepalive waits. */
+		if (!h)
+			h = host_slot(cp, k->name, true);
 		if (h)
-			h->checked_lease = m->lease;
-		why = jk_vlt_check(k, val, m->lease, vpc->subnet, vpc->prefix_len, rec, &v);
+			h->refused = true;
 	}
 	/* An address two hosts claim is the older claim's, for everyone;
 	 * an entry left from before a read in full does not count. */
@@ -656,11 +799,10 @@ static void vlt_put(struct jk_cplane *cp, const struct jk_key *k, const char *ke
 	    e->create_rev < m->create_revision && !(cp->reloading_vni == k->vni && e->epoch != cp->epoch))
 		why = JK_VLT_HELD;
 	if (why == JK_VLT_OK) {
-		learned_put(cp, k->vni, k->ip, &v, m->create_revision);
+		learned_put(cp, k->vni, k->ip, &v, m->create_revision, m->lease);
 		return;
 	}
-	cp->vlt_refused++;
-	cp->refused_by[why]++;
+	count_refused(cp, &cp->refused_by[why]);
 	refusal_log(cp, why, key);
 	if (e && strcmp(e->host, k->name) == 0)
 		learned_forget(cp, e);      /* what that key said before no longer counts */
@@ -725,7 +867,7 @@ static int64_t reload_vni(struct jk_cplane *cp, uint32_t vni)
 	int r;
 
 	jk_key_vni(cp->prefix, vni, prefix);
-	r = jk_etcd_range_prefix(&cp->agent, prefix, &kvs, &rev, sub, sizeof(sub));
+	r = jk_etcd_range_prefix(&cp->agent, prefix, false, &kvs, &rev, sub, sizeof(sub));
 	if (r) {
 		set_error(cp, sub);
 		return r;
@@ -739,12 +881,12 @@ static int64_t reload_vni(struct jk_cplane *cp, uint32_t vni)
 		if (jk_etcd_kv(kv, key, val, NULL) == 0)
 			apply_key(cp, vni, key, val, &m);
 		else
-			cp->bad_events++;
+			count(cp, &cp->bad_events);
 	}
 	cp->reloading_vni = 0;
 	json_decref(kvs);
 	jk_table_sweep(&cp->learned, sweep_stale, sweep_removed, &arg);
-	cp->reloads++;
+	count(cp, &cp->reloads);
 	set_revision(&cp->d->cp_rev_applied, rev);
 	set_revision(&cp->d->cp_rev_seen, rev);
 	return rev;
@@ -761,13 +903,11 @@ static void on_watch_msg(struct jk_etcd_watch *w, const json_t *result, void *ar
 
 	(void)w;
 	if (json_is_true(json_object_get(result, "canceled"))) {
-		/* Compacted past where we asked to start: read in full. */
-		if (jk_etcd_int(json_object_get(result, "compact_revision")))
-			cp->compactions++;
-		wv->reload = true;
+		restart_cancelled(cp, &wv->restart, result, &wv->reload);
 		wv->ended = true;
 		return;
 	}
+	restart_worked(&wv->restart);
 	json_array_foreach(events, i, ev) {
 		const json_t *kv = json_object_get(ev, "kv");
 		bool del = json_is_string(json_object_get(ev, "type")) &&
@@ -775,9 +915,9 @@ static void on_watch_msg(struct jk_etcd_watch *w, const json_t *result, void *ar
 
 		struct jk_etcd_kv_meta m;
 
-		cp->events++;
+		count(cp, &cp->events);
 		if (jk_etcd_kv(kv, key, val, NULL) != 0) {
-			cp->bad_events++;
+			count(cp, &cp->bad_events);
 			continue;
 		}
 		jk_etcd_kv_meta(kv, &m);
@@ -786,8 +926,214 @@ static void on_watch_msg(struct jk_etcd_watch *w, const json_t *result, void *ar
 			wv->rev = m.mod_revision;
 	}
 	set_revision(&cp->d->cp_rev_seen, rev);
+	store_rev_seen(cp, rev);
 	if (json_array_size(events))
 		set_revision(&cp->d->cp_rev_applied, rev);
+}
+
+/* ---- host records (agent): the watch of PREFIX/hosts/ ------------------------ */
+
+struct recheck_arg {
+	struct jk_cplane *cp;
+	const struct host_cache *h;
+};
+
+/* A learned entry of h's against h's record now. */
+static enum jk_vlt_verdict recheck(const struct learned *e, const struct jk_host_rec *rec)
+{
+	if (!rec->found)
+		return JK_VLT_NO_HOST;
+	if (e->lease != rec->lease)
+		return JK_VLT_LEASE;
+	if (e->vtep != rec->vtep)
+		return JK_VLT_VTEP;
+	return JK_VLT_OK;
+}
+
+static bool recheck_fails(const void *entry, void *arg)
+{
+	const struct learned *e = entry;
+	const struct recheck_arg *a = arg;
+
+	return strcmp(e->host, a->h->name) == 0 && recheck(e, &a->h->rec) != JK_VLT_OK;
+}
+
+static void recheck_removed(const void *entry, void *arg)
+{
+	const struct learned *e = entry;
+	const struct recheck_arg *a = arg;
+	struct jk_cplane *cp = a->cp;
+	struct jakirod *d = cp->d;
+	enum jk_vlt_verdict why = recheck(e, &a->h->rec);
+	char key[JK_ETCD_KEY_MAX];
+
+	pthread_mutex_lock(&d->dp_lock);
+	jk_dp_vlt_del(d->dp, e->key.vni, e->key.ip);
+	if (d->ebpf)
+		jk_ebpf_vlt_sync(d, e->key.vni, e->key.ip);
+	pthread_mutex_unlock(&d->dp_lock);
+	count_refused(cp, &cp->refused_by[why]);
+	jk_key_vlt(cp->prefix, e->key.vni, e->host, e->key.ip, key);
+	refusal_log(cp, why, key);
+}
+
+/* h's record changed (or went): its learned entries that no longer pass
+ * are forgotten at once; if some of its entries were refused for want of
+ * a matching record, the watched VNIs are read again (at most once a
+ * second each: vni_reload_later), so that those now passing count. */
+static void host_changed(struct jk_cplane *cp, struct host_cache *h)
+{
+	struct recheck_arg a = { cp, h };
+
+	if (h->refused) {
+		h->refused = false;
+		for (unsigned i = 0; i < JK_MAX_VNICS; i++)
+			if (cp->vnis[i].vni)
+				vni_reload_later(cp, cp->vnis[i].vni);
+	}
+	if (jk_table_sweep(&cp->learned, recheck_fails, recheck_removed, &a))
+		h->refused = true;      /* they may pass under the next record */
+}
+
+/* PREFIX/hosts/NAME is `val` under `lease` now, or gone (val NULL). */
+static void host_record(struct jk_cplane *cp, const char *name, const char *val, int64_t lease)
+{
+	struct host_cache *h = host_slot(cp, name, val != NULL);
+	struct jk_host_rec rec = { 0 };
+
+	if (!h) {
+		if (val)
+			set_error(cp, "etcd: more host records than CP_HOSTS_MAX: the entries of the others are "
+				  "refused (no_host)");
+		return;
+	}
+	h->seen = true;
+	if (val && jk_host_value_parse(val, &rec.vtep) == 0) {
+		rec.found = true;
+		rec.lease = lease;
+	}
+	if (rec.found == h->rec.found && rec.lease == h->rec.lease && rec.vtep == h->rec.vtep)
+		return;
+	h->rec = rec;
+	host_changed(cp, h);
+}
+
+static void apply_host_key(struct jk_cplane *cp, const char *key, const char *val, int64_t lease)
+{
+	struct jk_key k;
+
+	jk_key_parse(cp->prefix, key, &k);
+	if (k.kind == JK_KEY_HOST)
+		host_record(cp, k.name, val, lease);
+}
+
+/* Reads every host record and makes the cache equal to it.  The revision
+ * to watch from, or -errno. */
+static int64_t reload_hosts(struct jk_cplane *cp)
+{
+	char prefix[JK_ETCD_KEY_MAX], key[JK_ETCD_KEY_MAX], val[JK_ETCD_VAL_MAX], sub[JK_ERR_MAX];
+	json_t *kvs, *kv;
+	int64_t rev;
+	size_t i;
+	int r;
+
+	jk_key_host(cp->prefix, "", prefix);
+	if ((r = jk_etcd_range_prefix(&cp->agent, prefix, false, &kvs, &rev, sub, sizeof(sub)))) {
+		set_error(cp, sub);
+		return r;
+	}
+	for (unsigned j = 0; j < CP_HOSTS_MAX; j++)
+		cp->hosts[j].seen = false;
+	json_array_foreach(kvs, i, kv) {
+		struct jk_etcd_kv_meta m;
+
+		jk_etcd_kv_meta(kv, &m);
+		if (jk_etcd_kv(kv, key, val, NULL) == 0)
+			apply_host_key(cp, key, val, m.lease);
+		else
+			count(cp, &cp->bad_events);
+	}
+	json_decref(kvs);
+	for (unsigned j = 0; j < CP_HOSTS_MAX; j++)
+		if (cp->hosts[j].name[0] && !cp->hosts[j].seen)
+			host_record(cp, cp->hosts[j].name, NULL, 0);
+	return rev;
+}
+
+static void on_hosts_msg(struct jk_etcd_watch *w, const json_t *result, void *arg)
+{
+	struct jk_cplane *cp = arg;
+	char key[JK_ETCD_KEY_MAX], val[JK_ETCD_VAL_MAX];
+	const json_t *events = json_object_get(result, "events"), *ev;
+	size_t i;
+
+	(void)w;
+	if (json_is_true(json_object_get(result, "canceled"))) {
+		restart_cancelled(cp, &cp->hosts_restart, result, &cp->hosts_reload);
+		cp->hosts_ended = true;
+		return;
+	}
+	restart_worked(&cp->hosts_restart);
+	json_array_foreach(events, i, ev) {
+		const json_t *kv = json_object_get(ev, "kv");
+		bool del = json_is_string(json_object_get(ev, "type")) &&
+			   strcmp(json_string_value(json_object_get(ev, "type")), "DELETE") == 0;
+		struct jk_etcd_kv_meta m;
+
+		count(cp, &cp->events);
+		if (jk_etcd_kv(kv, key, val, NULL) != 0) {
+			count(cp, &cp->bad_events);
+			continue;
+		}
+		jk_etcd_kv_meta(kv, &m);
+		apply_host_key(cp, key, del ? NULL : val, m.lease);
+		if (m.mod_revision > cp->hosts_rev)
+			cp->hosts_rev = m.mod_revision;
+	}
+	{
+		int64_t rev = jk_etcd_int(json_object_get(json_object_get(result, "header"), "revision"));
+
+		set_revision(&cp->d->cp_rev_seen, rev);
+		store_rev_seen(cp, rev);
+	}
+}
+
+/* The host records read (in full the first time, or after a compaction)
+ * and watched: before any VNI, whose entries are checked against them. */
+static int sync_hosts_watch(struct jk_cplane *cp, char *err, size_t errlen)
+{
+	char prefix[JK_ETCD_KEY_MAX];
+	int r;
+
+	if (cp->hosts_watching && !cp->hosts_ended)
+		return 0;
+	if (!restart_due(&cp->hosts_restart, jk_now_ns()))
+		return 0;
+	if ((r = restart_begin(cp, &cp->hosts_restart, jk_now_ns(), err, errlen)))
+		return r;
+	if (cp->hosts_watching)
+		jk_etcd_watch_stop(&cp->hosts_watch, cp->multi);
+	cp->hosts_watching = cp->hosts_ended = false;
+	if (cp->hosts_reload || cp->hosts_rev == 0 || cp->hosts_rev > cp->store_rev) {
+		int64_t rev;
+
+		cp->hosts_reload = false;
+		rev = reload_hosts(cp);
+		if (rev < 0) {
+			cp->hosts_reload = true;
+			snprintf(err, errlen, "reading the host records: %.200s", cp->last_error);
+			return (int)rev;
+		}
+		cp->hosts_rev = rev;
+		store_rev_seen(cp, rev);
+	}
+	jk_key_host(cp->prefix, "", prefix);
+	r = jk_etcd_watch_start(&cp->hosts_watch, cp->multi, &cp->agent, prefix, cp->hosts_rev + 1, on_hosts_msg, cp,
+				err, errlen);
+	if (r)
+		return r;
+	cp->hosts_watching = true;
+	return 0;
 }
 
 /* ---- the agent's connection ------------------------------------------------ */
@@ -804,6 +1150,10 @@ static bool is_connected(struct jk_cplane *cp)
 
 static void watches_stop(struct jk_cplane *cp)
 {
+	if (cp->hosts_watching) {
+		jk_etcd_watch_stop(&cp->hosts_watch, cp->multi);
+		cp->hosts_watching = false;
+	}
 	for (unsigned i = 0; i < JK_MAX_VNICS; i++)
 		if (cp->vnis[i].watching) {
 			jk_etcd_watch_stop(&cp->vnis[i].watch, cp->multi);
@@ -968,7 +1318,10 @@ static int sync_watches(struct jk_cplane *cp, char *err, size_t errlen)
 {
 	uint32_t want[CP_CLAIMS];
 	unsigned n = 0;
+	int r;
 
+	if ((r = sync_hosts_watch(cp, err, errlen)))
+		return r;
 	pthread_mutex_lock(&cp->lock);
 	for (unsigned i = 0; i < CP_CLAIMS; i++) {
 		const struct claim *c = &cp->claims[i];
@@ -1002,7 +1355,6 @@ static int sync_watches(struct jk_cplane *cp, char *err, size_t errlen)
 		struct watched_vni *wv = NULL, *free_slot = NULL;
 		char prefix[JK_ETCD_KEY_MAX];
 		int64_t rev;
-		int r;
 
 		for (unsigned i = 0; i < JK_MAX_VNICS && !wv; i++) {
 			if (cp->vnis[i].vni == want[k])
@@ -1019,6 +1371,12 @@ static int sync_watches(struct jk_cplane *cp, char *err, size_t errlen)
 		}
 		if (wv->watching && !wv->ended)
 			continue;
+		if (wv->reload && wv->reload_not_before_ns > jk_now_ns())
+			continue;               /* its watch goes on meanwhile */
+		if (!restart_due(&wv->restart, jk_now_ns()))
+			continue;
+		if ((r = restart_begin(cp, &wv->restart, jk_now_ns(), err, errlen)))
+			return r;
 		if (wv->watching)
 			jk_etcd_watch_stop(&wv->watch, cp->multi);
 		wv->watching = wv->ended = false;
@@ -1026,13 +1384,19 @@ static int sync_watches(struct jk_cplane *cp, char *err, size_t errlen)
 		 * change it applied (etcd replays what it missed, deletes too);
 		 * a new one, or one compacted past that, is read in full. */
 		if (wv->reload || wv->rev == 0 || wv->rev > cp->store_rev) {   /* > : a new etcd, its history gone */
+			/* Cleared first: a host record that changes after
+			 * this read asks for another one (vni_reload_later). */
+			wv->reload = false;
+			wv->reload_not_before_ns = 0;
 			rev = reload_vni(cp, wv->vni);
 			if (rev < 0) {
+				wv->reload = true;
 				snprintf(err, errlen, "reading VNI %u: %.200s", wv->vni, cp->last_error);
 				return (int)rev;
 			}
 			wv->rev = rev;
-			wv->reload = false;
+			wv->reloaded_ns = jk_now_ns();
+			store_rev_seen(cp, rev);
 		}
 		jk_key_vni(cp->prefix, wv->vni, prefix);
 		r = jk_etcd_watch_start(&wv->watch, cp->multi, &cp->agent, prefix, wv->rev + 1, on_watch_msg, wv, err,
@@ -1056,10 +1420,24 @@ static void reap_watches(struct jk_cplane *cp)
 		if (m->msg != CURLMSG_DONE)
 			continue;
 		curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&w);
+		if (w && w == &cp->hosts_watch)
+			cp->hosts_ended = true;
 		for (unsigned i = 0; i < JK_MAX_VNICS; i++)
 			if (w && &cp->vnis[i].watch == w)
 				cp->vnis[i].ended = true;
 	}
+}
+
+/* Why the agent cannot connect, in the log: a new reason at once, the
+ * same one again every CP_CONNECT_LOG_EVERY_NS (a certificate etcd
+ * refuses, a password it no longer takes, do not fix themselves). */
+static void connect_failed_log(struct jk_cplane *cp, const char *err, uint64_t now)
+{
+	if (strcmp(err, cp->connect_err_logged) == 0 && now - cp->connect_log_ns < CP_CONNECT_LOG_EVERY_NS)
+		return;
+	fprintf(stderr, "jakirod: etcd %s: cannot connect: %s (trying again)\n", cp->url, err);
+	snprintf(cp->connect_err_logged, sizeof(cp->connect_err_logged), "%s", err);
+	cp->connect_log_ns = now;
 }
 
 static void *agent_main(void *arg)
@@ -1078,8 +1456,14 @@ static void *agent_main(void *arg)
 					cp->url, cp->lease, cp->ttl_s);
 				cp->retry_ms = CP_RETRY_MIN_MS;
 				cp->next_keepalive_ns = now + period_ns;
+				cp->connect_err_logged[0] = '\0';
+				/* A new connection: its watches start at once. */
+				restart_worked(&cp->hosts_restart);
+				for (unsigned i = 0; i < JK_MAX_VNICS; i++)
+					restart_worked(&cp->vnis[i].restart);
 			} else {
 				set_error(cp, err);
+				connect_failed_log(cp, err, now);
 				curl_multi_poll(cp->multi, NULL, 0, (int)cp->retry_ms, NULL);
 				cp->retry_ms = cp->retry_ms * 2 > CP_RETRY_MAX_MS ? CP_RETRY_MAX_MS : cp->retry_ms * 2;
 				continue;
@@ -1261,6 +1645,7 @@ json_t *jk_cplane_stats_json(struct jakirod *d)
 		json_object_set_new(by, "local", json_integer((json_int_t)cp->refused_local));
 		json_object_set_new(by, "full", json_integer((json_int_t)cp->refused_full));
 		json_object_set_new(o, "vlt_refused_by", by);
+		json_object_set_new(o, "watch_starts", json_integer((json_int_t)cp->watch_starts));
 	}
 	pthread_mutex_unlock(&cp->lock);
 	return o;

@@ -4,9 +4,12 @@
  * What it does, with the key layout of cplane/keys.h:
  *   - holds a lease (TTL etcd.lease_ttl_s, kept alive every third of it)
  *     and the host's key under it;
- *   - claims each local vNIC's address, PREFIX/vni/N/vlt/IP, under the
- *     lease by compare-and-create: an address held by another vNIC is
- *     refused, and `vnic add` fails saying who holds it;
+ *   - claims each local vNIC's address, PREFIX/vni/N/vlt/HOST/IP (under
+ *     its own prefix: etcd lets it write nowhere else), under the lease:
+ *     if another host's older claim of the address passes every host's
+ *     checks, ours is taken back and `vnic add` fails saying who holds it;
+ *   - reads and watches the host records (PREFIX/hosts/), against which
+ *     remote entries are checked (docs/cluster.md, "Trust");
  *   - watches PREFIX/vni/N/ for exactly the VNIs of its vNICs, from the
  *     revision it last read, and applies remote VLT entries to the
  *     datapath as they come (the VLT generation moves: the next packet
@@ -37,8 +40,8 @@ int jk_cplane_start(struct jakirod *d, char *err, size_t errlen);
 void jk_cplane_close(struct jakirod *d);
 
 /* Claims a local vNIC's address before it is brought up.  0 (claimed, or
- * etcd unreachable: published later), or -EEXIST with err naming the
- * holder. */
+ * etcd unreachable: published later), -EEXIST with err naming the holder,
+ * or -EACCES (etcd refuses this host the key: a VPC it was not granted). */
 int jk_cplane_claim(struct jakirod *d, const struct jk_vnic_conf *v, char *err, size_t errlen);
 /* Gives the address back (vNIC deleted, or its bring-up failed). */
 void jk_cplane_release(struct jakirod *d, const struct jk_vnic_conf *v);

@@ -114,6 +114,16 @@ check "(a) h1 refuses it: h2's older claim holds the address (vlt_refused_by.hel
 check "(a) h1 still forwards blue 10.0.0.2 to h2" vtep_is h1 blue 10.0.0.2 172.30.0.2
 check "(a) blue1 still reaches blue2" lab exec blue1 -- ping -c 2 -W 2 10.0.0.2
 
+# -- (a') squatting on a free address with a claim every host refuses -------------
+ip netns add "$P-b50" && at_exit "ip netns del $P-b50"
+check "(a') h3 claims the free blue 10.0.0.50 under no lease: etcd takes it (its own prefix)" \
+	put h3 /jakiro/vni/1001/vlt/h3/10.0.0.50 '{"host":"h3","mac":"02:00:00:00:00:50","vnic":"squat","vtep":"172.30.0.3"}'
+check "(a') h1's vnic add of 10.0.0.50 succeeds: an unleased claim holds nothing" \
+	lab ctl h1 -- vnic add blue50 vpc blue ip 10.0.0.50 netns "$P-b50"
+check "(a') h1's claim of 10.0.0.50 is in etcd" test -n "$(key_of 1001 h1 10.0.0.50)"
+check "(a') h2 forwards blue 10.0.0.50 to h1" wait_until 5 vtep_is h2 blue 10.0.0.50 172.30.0.1
+check "(a') blue50 deleted on h1" lab ctl h1 -- vnic del blue50
+
 # -- (b) a VNI it does not serve; a VTEP, host, lease or address not its own ------
 check "(b) h3 publishing in green (VNI 1003, not its VPC): refused by etcd" \
 	refused h3 /jakiro/vni/1003/vlt/h3/10.0.0.9 '{"host":"h3","mac":"02:00:00:00:00:39","vnic":"evil","vtep":"172.30.0.3"}' "$h3_lease"
@@ -156,12 +166,80 @@ policy_is() { lab ctl h2 -- show vnics | grep -qE "^blue2 .* $1"; }
 check "(c) h2 applied the control role's policy, not h3's" wait_until 5 policy_is 30mbit
 check "(c) the control role may not publish VLT entries" \
 	refused control /jakiro/vni/1001/vlt/h2/10.0.0.77 '{"host":"h2","mac":"02:00:00:00:00:4d","vnic":"x","vtep":"172.30.0.2"}'
-no_cert() {
-	! ip netns exec "$P-etcd" python3 -c "import ssl, urllib.request
-ctx = ssl.create_default_context(cafile='$PKI/ca.pem')
-urllib.request.urlopen(urllib.request.Request('https://172.30.0.250:2379/v3/kv/range', b'{}'), context=ctx, timeout=10)"
+tls_request() {   # with|without: a request to etcd with or without h1's client certificate.
+	# Prints "ssl" when the TLS handshake was refused, "http N" when etcd
+	# answered (any status), else the exception.
+	ip netns exec "$P-etcd" python3 - "$1" "$PKI" <<'PY'
+import ssl, sys, urllib.error, urllib.request
+how, pki = sys.argv[1:3]
+ctx = ssl.create_default_context(cafile=pki + "/ca.pem")
+if how == "with":
+    ctx.load_cert_chain(pki + "/h1.pem", pki + "/h1-key.pem")
+try:
+    r = urllib.request.urlopen(urllib.request.Request("https://172.30.0.250:2379/v3/kv/range", b"{}"),
+                               context=ctx, timeout=10)
+    print("http", r.status)
+except urllib.error.HTTPError as e:
+    print("http", e.code)
+except ssl.SSLError:
+    print("ssl")
+except urllib.error.URLError as e:
+    print("ssl" if isinstance(e.reason, ssl.SSLError) else "other: %r" % (e.reason,))
+except Exception as e:
+    print("other: %r" % (e,))
+PY
 }
+no_cert() { [ "$(tls_request without)" = ssl ]; }
+with_cert() { tls_request with | grep -q '^http '; }
+check "a client with h1's certificate gets an HTTP answer from etcd (the control of the next check)" with_cert
 check "a client with no certificate is refused by etcd's TLS" no_cert
+
+# -- host records: read from their own watch; a change withdraws what fails ------------
+# h3 moves red3's claim to a new lease of its own (as a restart would)
+# while h1 may not read host records; once it can, and h3's record names
+# the new lease, h1 learns the entry.  (h1 used to read h3's record with a
+# GET from inside its watch: a failed read refused the entry, forgot red3
+# and never read the record again until h3's next lease.)
+role() { as root "/v3/auth/role/$1" "$2" > /dev/null; }
+range_of() { printf '"key":"%s","range_end":"%s"' "$(b64 "$1")" "$(b64 "$2")"; }
+grant_read() { role grant "{\"name\":\"h1\",\"perm\":{\"permType\":\"READ\",$(range_of "$1" "$2")}}"; }
+revoke() { role revoke "{\"role\":\"h1\",$(range_of "$1" "$2")}"; }
+value_of() {  # KEY: its value, as root reads it
+	as root /v3/kv/range "{\"key\":\"$(b64 "$1")\"}" |
+	python3 -c "import base64, json, sys; print(base64.b64decode(json.load(sys.stdin)['kvs'][0]['value']).decode())"
+}
+red3_key=$(key_of 1002 h3 10.0.0.3)
+red3_val=$(value_of "$red3_key")
+check "red3's claim is in etcd ($red3_key)" test -n "$red3_val"
+check "h1 forwards red 10.0.0.3 to h3" vtep_is h1 red 10.0.0.3 172.30.0.3
+check "h1 may read VNIs and VPCs but no host record (root changes its role)" \
+	eval 'grant_read /jakiro/vni/ /jakiro/vni0 && grant_read /jakiro/vpcs/ /jakiro/vpcs0 && revoke /jakiro/ /jakiro0'
+h3_lease2=$(as h3 /v3/lease/grant '{"TTL":300}' | python3 -c "import json, sys; print(json.load(sys.stdin)['ID'])")
+seen_before=$(stat_of h1 's["etcd"]["errors"] + s["etcd"]["vlt_refused"]')
+h1_saw_it() { [ "$(stat_of h1 's["etcd"]["errors"] + s["etcd"]["vlt_refused"]')" -gt "$seen_before" ]; }
+check "h3 moves red3's claim to its new lease $h3_lease2" put h3 "$red3_key" "$red3_val" "$h3_lease2"
+check "h1 saw it (an error or a refusal counted)" wait_until 5 h1_saw_it
+check "h3's record names its new lease (as after a restart)" put h3 /jakiro/hosts/h3 '{"vtep":"172.30.0.3"}' "$h3_lease2"
+check "h1 may read everything again" eval 'grant_read /jakiro/ /jakiro0 && revoke /jakiro/vni/ /jakiro/vni0 && revoke /jakiro/vpcs/ /jakiro/vpcs0'
+check "h3 puts red3's claim again under its new lease" put h3 "$red3_key" "$red3_val" "$h3_lease2"
+check "h1 forwards red 10.0.0.3 to h3 (the record read again)" wait_until 5 vtep_is h1 red 10.0.0.3 172.30.0.3
+check "red1 reaches red3" lab exec red1 -- ping -c 2 -W 2 10.0.0.3
+
+# h3's record goes: what h1 learned of h3 no longer counts, at once (no
+# entry of h3's changes: only its record).  It comes back: h1 learns the
+# entries again (they were not rewritten either).
+before=$(refusals h1 no_host)
+check "h3 deletes its host record" as h3 /v3/kv/deleterange "{\"key\":\"$(b64 /jakiro/hosts/h3)\"}"
+check "h1 forgets red 10.0.0.3" wait_until 5 no_entry h1 red 10.0.0.3
+check "... and counts it (vlt_refused_by.no_host)" more_refusals h1 no_host "$before"
+check "h3 puts its record back" put h3 /jakiro/hosts/h3 '{"vtep":"172.30.0.3"}' "$h3_lease2"
+check "h1 forwards red 10.0.0.3 to h3 again" wait_until 5 vtep_is h1 red 10.0.0.3 172.30.0.3
+before=$(refusals h1 vtep)
+check "h3's record names another VTEP" put h3 /jakiro/hosts/h3 '{"vtep":"172.30.0.33"}' "$h3_lease2"
+check "h1 forgets red 10.0.0.3 (vlt_refused_by.vtep)" wait_until 5 no_entry h1 red 10.0.0.3
+check "... and counts it" more_refusals h1 vtep "$before"
+check "h3's record is right again" put h3 /jakiro/hosts/h3 '{"vtep":"172.30.0.3"}' "$h3_lease2"
+check "h1 forwards red 10.0.0.3 to h3 once more" wait_until 5 vtep_is h1 red 10.0.0.3 172.30.0.3
 
 # -- a jakirod with a valid certificate and a wrong password ------------------------------
 echo wrong > "$WORK/wrong.password"

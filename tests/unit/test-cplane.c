@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -210,10 +211,15 @@ static void conf_etcd(void **state)
 		{ "{\"endpoint\": \"https://1.2.3.4:2379\", \"ca\": \"/etc/passwd\", \"cert\": 7}", "etcd.cert" },
 		{ "{\"endpoint\": \"1.2.3.4:2379\", \"user\": \"h1\"}", "etcd.password_file" },
 		{ "{\"endpoint\": \"1.2.3.4:2379\", \"password_file\": \"/etc/passwd\"}", "etcd.user" },
-		{ "{\"endpoint\": \"1.2.3.4:2379\", \"user\": \"h1\", \"password_file\": \"/nonexistent\"}",
-		  "etcd.password_file" },
-		{ "{\"endpoint\": \"1.2.3.4:2379\", \"user\": \"h1\", \"password_file\": \"/dev/null\"}",
-		  "etcd.password_file" },
+		{ "{\"endpoint\": \"https://1.2.3.4:2379\", \"ca\": \"/etc/passwd\", \"user\": \"h1\", "
+		  "\"password_file\": \"/nonexistent\"}", "etcd.password_file" },
+		{ "{\"endpoint\": \"https://1.2.3.4:2379\", \"ca\": \"/etc/passwd\", \"user\": \"h1\", "
+		  "\"password_file\": \"/dev/null\"}", "etcd.password_file" },
+		/* a password never crosses the network in clear */
+		{ "{\"endpoint\": \"http://1.2.3.4:2379\", \"user\": \"h1\", \"password_file\": \"/etc/passwd\"}",
+		  "etcd.user: needs an https endpoint" },
+		{ "{\"endpoint\": \"1.2.3.4:2379\", \"user\": \"h1\", \"password_file\": \"/etc/passwd\"}",
+		  "etcd.user: needs an https endpoint" },
 	};
 	char text[512], err[256];
 
@@ -247,6 +253,17 @@ static void conf_etcd(void **state)
 		assert_string_equal(ec.auth.password, "s3cret");
 		assert_string_equal(ec.auth.user, "h1");
 		assert_string_equal(ec.auth.ca, "/etc/passwd");
+		json_decref(o);
+		/* A NUL in the password's line is refused, not a shorter password. */
+		fd = open(pw, O_WRONLY | O_TRUNC);
+		assert_true(fd >= 0);
+		assert_int_equal(write(fd, "s3\0cret\n", 8), 8);
+		close(fd);
+		o = json_loads(conf, 0, &jerr);
+		err[0] = '\0';
+		assert_int_equal(jk_conf_parse_etcd(o, &ec, err, sizeof(err)), -EINVAL);
+		if (!strstr(err, "etcd.password_file") || !strstr(err, "NUL"))
+			fail_msg("\"%s\" does not name etcd.password_file and the NUL", err);
 		json_decref(o);
 		unlink(pw);
 	}
@@ -303,6 +320,50 @@ static void kv_meta(void **state)
 	json_decref(kv);
 }
 
+/* What etcd's error replies mean (etcd.h): an election is an outage
+ * (tried again), a refusal is a refusal, an old token is renewed. */
+static void reply_errno(void **state)
+{
+	/* etcd's gateway during an election, and with no leader */
+	assert_int_equal(jk_etcd_reply_errno(503, 14, "etcdserver: leader changed", true), -EIO);
+	assert_int_equal(jk_etcd_reply_errno(503, 14, "etcdserver: no leader", false), -EIO);
+	assert_int_equal(jk_etcd_reply_errno(500, 2, "etcdserver: request timed out", true), -EIO);
+	/* a wrong password; a role that may not write there */
+	assert_int_equal(jk_etcd_reply_errno(400, 3, "etcdserver: authentication failed, invalid user ID or password",
+					     true), -EACCES);
+	assert_int_equal(jk_etcd_reply_errno(403, 7, "etcdserver: permission denied", false), -EACCES);
+	assert_int_equal(jk_etcd_reply_errno(401, 0, NULL, true), -EACCES);
+	/* a token etcd no longer takes: authenticate again */
+	assert_int_equal(jk_etcd_reply_errno(401, 16, "etcdserver: invalid auth token", false), -ESTALE);
+	assert_int_equal(jk_etcd_reply_errno(400, 3, "etcdserver: revision of auth store is old", false), -ESTALE);
+	/* anything else is not what the API promises */
+	assert_int_equal(jk_etcd_reply_errno(400, 3, "etcdserver: key is not provided", false), -EPROTO);
+	assert_int_equal(jk_etcd_reply_errno(400, 9, "etcdserver: authentication is not enabled", true), -EPROTO);
+}
+
+/* etcd's JWT tokens are several hundred bytes: taken up to the limit,
+ * refused past it saying so. */
+static void token_length(void **state)
+{
+	struct jk_etcd e = { .url = "https://10.0.0.9:2379", .auth = { .user = "h1" } };
+	char tok[JK_ETCD_TOKEN_MAX + 1], err[256], want[64];
+
+	memset(tok, 'a', sizeof(tok) - 1);
+	tok[sizeof(tok) - 1] = '\0';
+	tok[800] = '\0';                /* a JWT with an RSA signature: ~800 bytes */
+	assert_int_equal(jk_etcd_set_token(&e, tok, err, sizeof(err)), 0);
+	assert_int_equal(strlen(e.token), 800);
+	tok[800] = 'a';
+	tok[JK_ETCD_TOKEN_MAX - 1] = '\0';
+	assert_int_equal(jk_etcd_set_token(&e, tok, err, sizeof(err)), 0);
+	tok[JK_ETCD_TOKEN_MAX - 1] = 'a';
+	assert_int_equal(jk_etcd_set_token(&e, tok, err, sizeof(err)), -EPROTO);
+	snprintf(want, sizeof(want), "token longer than %d", JK_ETCD_TOKEN_MAX - 1);
+	if (!strstr(err, want))
+		fail_msg("\"%s\" does not say \"%s\"", err, want);
+	assert_int_equal(jk_etcd_set_token(&e, "", err, sizeof(err)), -EPROTO);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -314,6 +375,8 @@ int main(void)
 		cmocka_unit_test(conf_etcd),
 		cmocka_unit_test(vlt_trust),
 		cmocka_unit_test(kv_meta),
+		cmocka_unit_test(reply_errno),
+		cmocka_unit_test(token_length),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
