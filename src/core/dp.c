@@ -56,9 +56,17 @@ int jk_dp_init(struct jk_dp *dp, const struct jk_dp_params *params)
 		err = jk_nft_init(&dp->nft, params->nft_max, params->nft_idle_ns, dp->nft_live, dp->nft_reserve);
 	if (!err)
 		err = jk_rcft_init(&dp->rcft, params->rcft_max, params->rcft_idle_ns, dp->rc_live);
-	if (err)
+	if (err) {
 		jk_dp_fini(dp);
-	return err;
+		return err;
+	}
+	if (params->prefault) {
+		jk_table_prefault(&dp->vlt.entries);
+		jk_table_prefault(&dp->vlt.vteps);
+		jk_table_prefault(&dp->nft.t);
+		jk_table_prefault(&dp->rcft.t);
+	}
+	return 0;
 }
 
 void jk_dp_fini(struct jk_dp *dp)

@@ -53,6 +53,8 @@ struct jk_dp_params {
 	uint64_t nft_idle_ns, rcft_idle_ns;
 	uint32_t held_max;            /* packets all shaper queues may hold together (0: no limit):
 					 each vNIC and direction gets an equal share */
+	bool prefault;                /* make the tables resident at init (jk_table_prefault): a daemon's
+					 resident size then stays flat under flow churn; off for tests */
 };
 
 /* Sensible defaults: 1500-byte underlay, 64k flows, 30 s / 60 s aging. */

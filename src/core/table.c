@@ -42,6 +42,32 @@ void jk_table_fini(struct jk_table *t)
 	memset(t, 0, sizeof(*t));
 }
 
+/* One write per page (4 KiB, the smallest page size: with larger pages some
+ * writes are redundant, none missed).  volatile: the writes of a zero to
+ * calloc'd memory are not to be optimised away. */
+#define PREFAULT_STRIDE 4096
+
+static void prefault(void *mem, size_t len)
+{
+	volatile uint8_t *b = mem;
+
+	for (size_t off = 0; off < len; off += PREFAULT_STRIDE)
+		b[off] = 0;
+	if (len)
+		b[len - 1] = 0;
+}
+
+void jk_table_prefault(struct jk_table *t)
+{
+	size_t cap = (size_t)t->mask + 1;
+
+	if (!t->slots)
+		return;
+	prefault(t->slots, cap * t->entry_size);
+	prefault(t->hashes, cap * sizeof(*t->hashes));
+	prefault(t->used, cap);
+}
+
 void *jk_table_find(const struct jk_table *t, const void *key, uint32_t hash)
 {
 	uint32_t i = hash & t->mask;

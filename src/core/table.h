@@ -34,6 +34,14 @@ struct jk_table {
 int jk_table_init(struct jk_table *t, uint32_t max_entries, uint32_t entry_size, uint32_t key_size);
 void jk_table_fini(struct jk_table *t);
 
+/* Writes every page of the table's memory once, so that the whole table is
+ * resident from now on.  calloc gives untouched pages: without this, each
+ * new key that lands on a page no key landed on before adds that page to
+ * the process's resident size, which then creeps up with churn (new flows)
+ * until every page has been hit, and never goes down (docs/datapath.md,
+ * "Memory"). */
+void jk_table_prefault(struct jk_table *t);
+
 void *jk_table_find(const struct jk_table *t, const void *key, uint32_t hash);
 
 /* Adds an entry for `key` (which must not be present), zeroed but for the
