@@ -256,7 +256,9 @@ int main(int argc, char **argv)
 	params.rcft_max = JK_RCFT_ENTRIES;
 	params.nft_max = JK_NFT_ENTRIES;
 	params.held_max = JK_POOL_PKTS / 2;     /* the other half: reads and sends in flight */
-	params.prefault = true;                 /* RSS flat under flow churn (docs/datapath.md, "Memory") */
+	/* RSS flat under flow churn (docs/datapath.md, "Memory"); on the kernel
+	 * fast path flows live in kernel maps and the core's tables stay small. */
+	params.prefault = d.conf->datapath == JK_DATAPATH_USER;
 	if ((r = jk_dp_init(d.dp, &params))) {
 		fprintf(stderr, "jakirod: datapath: %s\n", strerror(-r));
 		goto out;
