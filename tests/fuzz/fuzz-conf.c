@@ -14,7 +14,7 @@
 #include "daemon/conf.h"
 
 static const char base_conf[] =
-	"{\"host\": \"h1\", \"vtep\": \"172.30.0.1\","
+	"{\"host\": \"h1\", \"vtep\": \"172.30.0.1\", \"datapath\": \"user\","
 	" \"vpcs\": [{\"name\": \"blue\", \"vni\": 1001, \"subnet\": \"10.0.0.0/24\"}],"
 	" \"vnics\": [{\"name\": \"b1\", \"vpc\": \"blue\", \"ip\": \"10.0.0.1\"}], \"vlt\": []}";
 
