@@ -110,6 +110,7 @@ static int pin_dir_make(struct jk_ebpf *e, const char *host, char *err, size_t e
 {
 	struct stat ns;
 	struct statfs fs;
+	int r = 0;
 
 	if (statfs(BPFFS, &fs) < 0 || fs.f_type != BPF_FS_MAGIC) {
 		if (mount("bpf", BPFFS, "bpf", 0, "mode=700") < 0) {
@@ -124,12 +125,18 @@ static int pin_dir_make(struct jk_ebpf *e, const char *host, char *err, size_t e
 		snprintf(err, errlen, "datapath: ebpf: /proc/self/ns/net: %s", strerror(errno));
 		return -errno;
 	}
-	mkdir(BPFFS "/jakiro", 0700);
 	snprintf(e->pin_dir, sizeof(e->pin_dir), BPFFS "/jakiro/%lu-%s", (unsigned long)ns.st_ino, host);
 	e->adopting = access(e->pin_dir, F_OK) == 0;
-	if (mkdir(e->pin_dir, 0700) < 0 && errno != EEXIST) {
-		snprintf(err, errlen, "datapath: ebpf: cannot make %s: %s", e->pin_dir, strerror(errno));
-		return -errno;
+	/* The parent again if another jakirod's clean stop removed it meanwhile. */
+	for (int tries = 0; tries < 3; tries++) {
+		mkdir(BPFFS "/jakiro", 0700);
+		r = mkdir(e->pin_dir, 0700) < 0 && errno != EEXIST ? errno : 0;
+		if (r != ENOENT)
+			break;
+	}
+	if (r) {
+		snprintf(err, errlen, "datapath: ebpf: cannot make %s: %s", e->pin_dir, strerror(r));
+		return -r;
 	}
 	return 0;
 }
@@ -452,8 +459,10 @@ void jk_ebpf_close(struct jakirod *d)
 		munmap(e->rc_live, JK_FP_VNICS * sizeof(uint32_t));
 	if (e->skel)
 		maps_unpin(e);
-	if (e->pin_dir[0])
+	if (e->pin_dir[0]) {
 		rmdir(e->pin_dir);
+		rmdir(BPFFS "/jakiro");      /* the last jakirod to stop leaves no directory (others': ENOTEMPTY) */
+	}
 	jakiro_bpf__destroy(e->skel);
 	free(e->percpu);
 	free(e);
