@@ -428,17 +428,9 @@ int jk_etcd_get_kv(struct jk_etcd *e, const char *key, char val[JK_ETCD_VAL_MAX]
 int jk_etcd_get(struct jk_etcd *e, const char *key, char val[JK_ETCD_VAL_MAX], bool *found, char *err,
 		size_t errlen)
 {
-	char k[JK_ETCD_KEY_MAX];
-	json_t *reply, *kv;
-	int r = jk_etcd_call(e, "/v3/kv/range", json_pack("{s:o}", "key", jk_etcd_b64(key)), &reply, err, errlen);
+	struct jk_etcd_kv_meta m;
 
-	if (r)
-		return r;
-	kv = json_array_get(json_object_get(reply, "kvs"), 0);
-	*found = kv != NULL;
-	r = kv && jk_etcd_kv(kv, k, val, NULL) ? fail(err, errlen, -EPROTO, "etcd get %s: bad kv", key) : 0;
-	json_decref(reply);
-	return r;
+	return jk_etcd_get_kv(e, key, val, &m, found, err, errlen);
 }
 
 static json_t *put_op(const char *key, const char *val, int64_t lease)
