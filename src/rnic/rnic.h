@@ -351,7 +351,8 @@ uint32_t rnic_srq_posted(const struct rnic_srq *srq);
 	X(timeouts)         X(retransmits)      X(read_replays)   X(dup_acked)  \
 	X(ecn_ce_rx)        X(cnps_tx)          X(cnps_rx)        X(fault_dup)  \
 	X(fault_reorder)    X(fault_ce)         X(fault_corrupt)  X(tx_gso_sends) \
-	X(rx_gso_frames)    X(drop_gso)
+	X(rx_gso_frames)    X(drop_gso)         X(acks_joined)    X(rx_calls)   \
+	X(rx_calls_empty)   X(tx_calls)
 
 struct rnic_counters {
 #define RNIC_CNT_FIELD(name) uint64_t name;

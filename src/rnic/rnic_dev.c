@@ -3,6 +3,7 @@
  */
 #include <errno.h>
 #include <ifaddrs.h>
+#include <inttypes.h>
 #include <net/if.h>
 #include <poll.h>
 #include <stdio.h>
@@ -124,6 +125,8 @@ int rnic_open(const char *name, struct rnic_dev **out)
 	}
 	env = getenv("JK_RNIC_TRACE");
 	dev->trace = env ? atoi(env) : 0;
+	env = getenv("JK_RNIC_STATS");
+	dev->stats_at_close = env && atoi(env) > 0;
 	env = getenv("JK_RNIC_FAULT");
 	if (env && *env && (err = rnic_fault_open(env, &dev->fault)))
 		goto fail;
@@ -139,10 +142,21 @@ fail:
 	return err;
 }
 
+static void print_counter(const char *name, uint64_t value, void *arg)
+{
+	if (value)
+		fprintf(arg, " %s=%" PRIu64, name, value);
+}
+
 void rnic_close(struct rnic_dev *dev)
 {
 	if (!dev)
 		return;
+	if (dev->stats_at_close) {
+		fprintf(stderr, "rnic %s pid %d:", dev->ifname, (int)getpid());
+		rnic_foreach_counter(&dev->cnt, print_counter, stderr);
+		fputc('\n', stderr);
+	}
 	/* Objects the caller did not destroy: memory only (their PDs and CQs
 	 * may be gone already). */
 	for (int i = 0; i < RNIC_MAX_QP; i++)
@@ -197,10 +211,13 @@ int rnic_progress(struct rnic_dev *dev, uint64_t now_ns)
 			continue;
 		rnic_comp_timer(qp, now_ns);
 		rnic_dcqcn_tick(&qp->rp, &dev->dcqcn, now_ns);
-		rnic_resp_flush(qp);
+		int sent;
+
+		rnic_resp_flush(qp, now_ns, 0);
 		n += rnic_resp_tx(qp, now_ns, RNIC_QP_BUDGET);
-		n += rnic_req_tx(qp, now_ns, RNIC_QP_BUDGET);
-		rnic_resp_flush(qp);
+		sent = rnic_req_tx(qp, now_ns, RNIC_QP_BUDGET);
+		rnic_resp_flush(qp, now_ns, sent);
+		n += sent;
 	}
 	rnic_tx_flush(dev);
 	return n;
@@ -219,8 +236,10 @@ uint64_t rnic_next_due(struct rnic_dev *dev, uint64_t now_ns)
 
 		if (!qp_active(qp))
 			continue;
-		if (qp->resp.ack_pending || qp->resp.nak_pending || qp->resp.cnp_pending)
+		if (qp->resp.nak_pending || qp->resp.cnp_pending)
 			return now_ns;
+		if (qp->resp.ack_pending)
+			due = min_u64(due, qp->resp.ack_hold_until ? qp->resp.ack_hold_until : now_ns);
 		if (qp->comp.deadline)
 			due = min_u64(due, qp->comp.deadline);
 		due = min_u64(due, rnic_dcqcn_next_due(&qp->rp, &dev->dcqcn));

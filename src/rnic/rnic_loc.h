@@ -40,6 +40,7 @@
 #define RNIC_ACKREQ_PKTS     64      /* AckReq at least every N packets (rxe) */
 #define RNIC_READ_CHUNK_PKTS 64      /* response packets per read request we send */
 #define RNIC_QP_BUDGET       64      /* packets per QP per progress call */
+#define RNIC_ACK_HOLD_NS     20000ull /* an ACK waits this long for our answer */
 #define RNIC_RX_BATCH        64
 #define RNIC_RX_ROUNDS       4       /* receive batches per progress call */
 #define RNIC_TX_BATCH        128     /* packets queued before a flush */
@@ -180,6 +181,8 @@ struct rnic_qp {
 		uint32_t wlen;        /* RDMA WRITE: DMA length from the RETH */
 		uint8_t ack_pending;
 		uint32_t ack_psn;
+		uint64_t ack_hold_until;  /* held ACK: leaves with our next request or then */
+		uint8_t answers;      /* a held ACK last left with a request: hold again */
 		uint8_t nak_pending;
 		uint8_t nak_syn;
 		uint32_t nak_psn;
@@ -254,6 +257,7 @@ struct rnic_dev {
 	struct rnic_counters cnt;
 	struct rnic_fault *fault;     /* test-only fault hook, usually NULL */
 	int trace;                    /* JK_RNIC_TRACE: events to stderr */
+	int stats_at_close;           /* JK_RNIC_STATS: counters to stderr at close */
 
 	/* transmit batch: ntx packets in nmsg UDP_SEGMENT sends */
 	struct rnic_txpkt tx[RNIC_TX_BATCH];
@@ -377,7 +381,7 @@ void rnic_resp_rcv(struct rnic_qp *qp, struct rnic_pkt *pkt, uint64_t now_ns);
  * IPv4 header ipudp[0..20)) and the payload placed. */
 void rnic_resp_ud(struct rnic_qp *qp, struct rnic_pkt *pkt, const uint8_t *ipudp);
 void rnic_resp_ce(struct rnic_qp *qp, uint64_t now_ns);
-void rnic_resp_flush(struct rnic_qp *qp);
+void rnic_resp_flush(struct rnic_qp *qp, uint64_t now_ns, int requests_sent);
 int  rnic_resp_tx(struct rnic_qp *qp, uint64_t now_ns, int budget);
 int  rnic_resp_has_work(const struct rnic_qp *qp);
 

@@ -196,8 +196,11 @@ int rnic_net_rx(struct rnic_dev *dev, uint64_t now_ns)
 		int n = recvmmsg(dev->rx_fd, dev->rxm, RNIC_RX_BATCH, MSG_DONTWAIT, NULL);
 		int nseg = 0, m;
 
-		if (n <= 0)
+		dev->cnt.rx_calls++;
+		if (n <= 0) {
+			dev->cnt.rx_calls_empty++;
 			break;
+		}
 		for (int i = 0; i < n; i++) {
 			struct mmsghdr *mh = &dev->rxm[i];
 			uint8_t *buf = dev->rxiov[i].iov_base;
@@ -363,6 +366,7 @@ void rnic_tx_flush(struct rnic_dev *dev)
 	while (done < dev->nmsg) {
 		int n = sendmmsg(dev->udp_fd, dev->txm + done, dev->nmsg - done, MSG_DONTWAIT);
 
+		dev->cnt.tx_calls++;
 		if (n > 0) {
 			for (int i = done; i < done + n; i++) {
 				dev->cnt.tx_pkts += dev->txg[i].nseg;

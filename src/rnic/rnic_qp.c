@@ -258,6 +258,7 @@ void rnic_qp_error(struct rnic_qp *qp, enum rnic_wc_status head_status)
 	qp->comp.deadline = 0;
 	qp->resp.rd_head = qp->resp.rd_tail;
 	qp->resp.ack_pending = qp->resp.nak_pending = qp->resp.cnp_pending = 0;
+	qp->resp.ack_hold_until = 0;
 }
 
 static int gid_to_ipv4(const union rnic_gid *g, uint32_t *ip)

@@ -61,10 +61,16 @@ static void fatal(struct rnic_qp *qp, uint8_t code, const struct rnic_pkt *pkt,
 	rnic_qp_error(qp, RNIC_WC_WR_FLUSH_ERR);
 }
 
-/* Completes the receive WQE the message holds and gives it back. */
+/* Completes the receive WQE the message holds and gives it back.  When
+ * this QP's last held ACK left with a request of ours (the application
+ * answers what it receives, as a ping-pong or an RPC does), the ACK for
+ * the message is held for the answer: both go in one send, and the
+ * answer does not wait behind the ACK's system call. */
 static void rwqe_complete(struct rnic_qp *qp, const struct rnic_wc *wc)
 {
 	rnic_cq_push(qp->rcq, wc);
+	if (qp->resp.answers && !qp->resp.ack_hold_until && wc->status == RNIC_WC_SUCCESS)
+		qp->resp.ack_hold_until = qp->dev->now_ns + RNIC_ACK_HOLD_NS;
 	if (qp->srq)
 		qp->resp.srq_held = 0;
 	else
@@ -496,7 +502,10 @@ void rnic_resp_ce(struct rnic_qp *qp, uint64_t now_ns)
 		qp->resp.cnp_pending = 1;
 }
 
-void rnic_resp_flush(struct rnic_qp *qp)
+/* Sends what the responder owes.  A held ACK goes when REQUESTS_SENT (it
+ * joins them in the transmit batch, after them) or when its time is up;
+ * which of the two decides whether the next one is held (answers). */
+void rnic_resp_flush(struct rnic_qp *qp, uint64_t now_ns, int requests_sent)
 {
 	struct rnic_dev *dev = qp->dev;
 
@@ -518,10 +527,21 @@ void rnic_resp_flush(struct rnic_qp *qp)
 		if ((syn & AETH_TYPE_MASK) == AETH_NAK && qp->resp.nak_psn != qp->resp.psn)
 			goto ack;
 		qp->resp.ack_pending = 0;
+		qp->resp.ack_hold_until = 0;
 		send_ctrl(qp, RC_ACKNOWLEDGE, syn, qp->resp.nak_psn);
 		return;
 	}
 ack:
+	if (requests_sent)
+		qp->resp.answers = 1;
+	if (qp->resp.ack_pending && qp->resp.ack_hold_until) {
+		if (!requests_sent && now_ns < qp->resp.ack_hold_until)
+			return;
+		qp->resp.answers = requests_sent > 0;
+		qp->resp.ack_hold_until = 0;
+		if (requests_sent)
+			dev->cnt.acks_joined++;
+	}
 	if (qp->resp.ack_pending) {
 		qp->resp.ack_pending = 0;
 		dev->cnt.acks_tx++;

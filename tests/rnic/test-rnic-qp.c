@@ -480,6 +480,76 @@ static void test_small_window_acks(void **state)
 	assert_int_equal(c.retransmits, 0);
 }
 
+/* Takes completions until `recvs` receives have come; counts them all. */
+static void pump_recvs(struct env *e, int recvs, int *nrecv, int *nsend)
+{
+	struct rnic_wc wc[1];
+
+	while (*nrecv < recvs) {
+		assert_int_equal(pump(e, wc, 1), 1);
+		assert_int_equal(wc[0].status, RNIC_WC_SUCCESS);
+		if (wc[0].opcode == RNIC_WC_RECV)
+			++*nrecv;
+		else
+			++*nsend;
+	}
+}
+
+/* A ping-pong of SENDs: the ACK of each message waits for the answer and
+ * leaves in the same transmit batch (acks_joined), every send still
+ * completes, and nothing waits out a timer.  The last message is answered
+ * by nobody: its ACK leaves when its hold ends.  A one-way stream holds
+ * at most its first ACK: once a hold ran out, ACKs leave at once. */
+static void test_ack_joins_answer(void **state)
+{
+	enum { ROUNDS = 40, STREAM = 20 };   /* receive WQEs: at most 64 */
+	struct env *e = *state;
+	struct rnic_counters c0, c1, c2;
+	struct rnic_wc wc[1];
+	int nrecv = 0, nsend = 0;
+
+	NEED_ENV(e);
+	connect_pair(e, ALL_ACCESS, 7);
+	for (int i = 0; i < ROUNDS + STREAM; i++) {
+		post_recv(e->a, e->ba + 4096, 64, rnic_mr_lkey(e->ma), 100 + i);
+		post_recv(e->b, e->bb + 4096, 64, rnic_mr_lkey(e->mb), 200 + i);
+	}
+	rnic_get_counters(e->dev, &c0);
+	for (int i = 0; i < ROUNDS; i++) {
+		post_send(e->a, RNIC_WR_SEND, e->ba, 8, rnic_mr_lkey(e->ma), 0, 0, 1);
+		pump_recvs(e, 2 * i + 1, &nrecv, &nsend);
+		post_send(e->b, RNIC_WR_SEND, e->bb, 8, rnic_mr_lkey(e->mb), 0, 0, 2);
+		pump_recvs(e, 2 * i + 2, &nrecv, &nsend);
+	}
+	while (nsend < 2 * ROUNDS) {
+		assert_int_equal(pump(e, wc, 1), 1);
+		assert_int_equal(wc[0].status, RNIC_WC_SUCCESS);
+		assert_int_not_equal(wc[0].opcode, RNIC_WC_RECV);
+		nsend++;
+	}
+	rnic_get_counters(e->dev, &c1);
+	/* each message but the first of each side and the last is answered */
+	assert_true(c1.acks_joined - c0.acks_joined >= 2 * ROUNDS - 3);
+	assert_int_equal(c1.acks_tx - c0.acks_tx, 2 * ROUNDS);
+	assert_int_equal(c1.timeouts, 0);
+	assert_int_equal(c1.retransmits, 0);
+	assert_int_equal(e->a->resp.answers, 0);       /* its last hold ran out */
+	assert_int_equal(e->b->resp.answers, 1);       /* its last left with the pong */
+
+	for (int i = 0; i < STREAM; i++)                  /* one way: nothing held */
+		post_send(e->a, RNIC_WR_SEND, e->ba, 8, rnic_mr_lkey(e->ma), 0, 0, 3);
+	pump_recvs(e, 2 * ROUNDS + STREAM, &nrecv, &nsend);
+	while (nsend < 2 * ROUNDS + STREAM) {
+		assert_int_equal(pump(e, wc, 1), 1);
+		nsend++;
+	}
+	rnic_get_counters(e->dev, &c2);
+	assert_int_equal(c2.acks_joined, c1.acks_joined);
+	assert_int_equal(e->b->resp.ack_hold_until, 0);
+	assert_int_equal(e->b->resp.answers, 0);
+	assert_int_equal(c2.timeouts, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -493,6 +563,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_rnr_retry_exhausted, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_retry_exhausted, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_small_window_acks, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_ack_joins_answer, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, NULL);
