@@ -35,12 +35,14 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "verbs/verbs_loc.h"
 
 #define IDLE_MAX_NS   100000000ull   /* re-check at least every 100 ms */
-#define STALL_NS      50000ull       /* work due but nothing moved: wait this */
+#define STALL_NS      1000000ull     /* work due but nothing moved (a full window):
+				      * wait this, or for a packet */
 #define SPIN_CHECK_NS 10000000ull    /* a spinning application still polls? */
 #define KEY_KICK      1
 #define KEY_RNIC      2
@@ -186,10 +188,14 @@ void verbs_app_polled(struct verbs_ctx *ctx, int got)
 static int wait_for(struct verbs_ctx *ctx, uint64_t ns)
 {
 	struct epoll_event ev[2];
-	int ms = (int)((ns + 999999) / 1000000), n, rx = 0;
+	struct timespec ts = { .tv_sec = (time_t)(ns / 1000000000ull),
+			       .tv_nsec = (long)(ns % 1000000000ull) };
+	int n, rx = 0;
 	uint64_t drain;
 
-	n = epoll_wait(ctx->ep_fd, ev, 2, ms);
+	/* to the nanosecond: an RNIC timer (a held ACK, 20 us) must not wait
+	 * for epoll_wait's next millisecond */
+	n = epoll_pwait2(ctx->ep_fd, ev, 2, &ts, NULL);
 	for (int i = 0; i < n; i++) {
 		if (ev[i].data.u32 == KEY_KICK)
 			(void)!read(ctx->kick_fd, &drain, sizeof(drain));
