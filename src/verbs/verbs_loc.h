@@ -71,6 +71,11 @@ struct verbs_ctx {
 	atomic_int app_state;
 	atomic_uint poll_count;       /* ibv_poll_cq calls, for the thread's check */
 	int ep_fd;                    /* the thread's epoll set: kick, and the RNIC when watched */
+	/* what the hand-over costs (JK_RNIC_STATS=1 prints them at close) */
+	uint64_t thread_wakeups;      /* the thread's epoll waits that returned */
+	uint64_t thread_runs;         /* RNIC runs by the thread */
+	uint64_t thread_takeovers;    /* a packet or silence made the thread the driver */
+	atomic_uint app_lock_waits;   /* ibv_poll_cq found the lock taken */
 };
 
 enum {

@@ -180,7 +180,10 @@ int verbs_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 	uint64_t now = rnic_now_ns();
 	int got = 0;
 
-	pthread_mutex_lock(&ctx->lock);
+	if (pthread_mutex_trylock(&ctx->lock)) {
+		atomic_fetch_add_explicit(&ctx->app_lock_waits, 1, memory_order_relaxed);
+		pthread_mutex_lock(&ctx->lock);
+	}
 	verbs_progress_locked(ctx, now);
 	while (got < n) {
 		int want = n - got < POLL_CHUNK ? n - got : POLL_CHUNK;

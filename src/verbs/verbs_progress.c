@@ -31,6 +31,8 @@
  * Cost: one thread per open context, asleep while idle.
  */
 #include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -196,6 +198,7 @@ static int wait_for(struct verbs_ctx *ctx, uint64_t ns)
 	/* to the nanosecond: an RNIC timer (a held ACK, 20 us) must not wait
 	 * for epoll_wait's next millisecond */
 	n = epoll_pwait2(ctx->ep_fd, ev, 2, &ts, NULL);
+	ctx->thread_wakeups++;
 	for (int i = 0; i < n; i++) {
 		if (ev[i].data.u32 == KEY_KICK)
 			(void)!read(ctx->kick_fd, &drain, sizeof(drain));
@@ -215,8 +218,11 @@ static void stand_back(struct verbs_ctx *ctx)
 
 	if ((st == APP_GRACE && rx) || (st != APP_IDLE && atomic_load(&ctx->poll_count) == polls &&
 					!rx)) {
-		if (atomic_compare_exchange_strong(&ctx->app_state, &st, APP_IDLE) && st == APP_SPINS)
-			watch_rnic(ctx, 1);
+		if (atomic_compare_exchange_strong(&ctx->app_state, &st, APP_IDLE)) {
+			ctx->thread_takeovers++;
+			if (st == APP_SPINS)
+				watch_rnic(ctx, 1);
+		}
 	}
 }
 
@@ -234,6 +240,7 @@ static void *progress_main(void *arg)
 		}
 		now = rnic_now_ns();
 		pthread_mutex_lock(&ctx->lock);
+		ctx->thread_runs++;
 		moved = rnic_progress(ctx->rnic, now);
 		verbs_notify_cqs(ctx);
 		verbs_notify_async(ctx);
@@ -279,12 +286,19 @@ fail:
 
 void verbs_progress_stop(struct verbs_ctx *ctx)
 {
+	const char *stats = getenv("JK_RNIC_STATS");
+
 	if (ctx->thread_running) {
 		atomic_store(&ctx->stop, 1);
 		verbs_progress_kick(ctx);
 		pthread_join(ctx->thread, NULL);
 		ctx->thread_running = 0;
 	}
+	if (stats && atoi(stats) > 0)
+		fprintf(stderr, "verbs pid %d: thread_wakeups=%" PRIu64 " thread_runs=%" PRIu64
+			" thread_takeovers=%" PRIu64 " app_polls=%u app_lock_waits=%u\n", (int)getpid(),
+			ctx->thread_wakeups, ctx->thread_runs, ctx->thread_takeovers,
+			atomic_load(&ctx->poll_count), atomic_load(&ctx->app_lock_waits));
 	if (ctx->kick_fd >= 0)
 		close(ctx->kick_fd);
 	if (ctx->ep_fd >= 0)
