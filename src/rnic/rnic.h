@@ -79,6 +79,9 @@ int  rnic_query_gid(struct rnic_dev *dev, int index, union rnic_gid *gid);
 /* Drives the transport once: receive a batch, answer, retransmit, pace and
  * send.  Returns how many packets were handled (0 when idle). */
 int      rnic_progress(struct rnic_dev *dev, uint64_t now_ns);
+/* The same without receiving: what a post needs (its requests leave at
+ * once) without the system call that looks for packets. */
+int      rnic_progress_tx(struct rnic_dev *dev, uint64_t now_ns);
 /* Sleeps at most max_ns until a packet arrives or a timer is due.  Returns
  * at once when there is transmit work pending. */
 int      rnic_wait(struct rnic_dev *dev, uint64_t now_ns, uint64_t max_ns);

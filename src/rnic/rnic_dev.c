@@ -200,11 +200,16 @@ static int qp_active(const struct rnic_qp *qp)
 
 int rnic_progress(struct rnic_dev *dev, uint64_t now_ns)
 {
-	int n;
+	dev->now_ns = now_ns;
+	return rnic_net_rx(dev, now_ns) + rnic_progress_tx(dev, now_ns);
+}
+
+int rnic_progress_tx(struct rnic_dev *dev, uint64_t now_ns)
+{
+	int n = 0;
 
 	dev->now_ns = now_ns;
-	n = rnic_net_rx(dev, now_ns);
-	for (int i = 0; i < RNIC_MAX_QP; i++) {
+	for (int i = 0; i < dev->qp_end; i++) {
 		struct rnic_qp *qp = dev->qp[i];
 
 		if (!qp_active(qp))
@@ -231,7 +236,7 @@ uint64_t rnic_next_due(struct rnic_dev *dev, uint64_t now_ns)
 
 	if (dev->ntx)
 		return now_ns;
-	for (int i = 0; i < RNIC_MAX_QP; i++) {
+	for (int i = 0; i < dev->qp_end; i++) {
 		struct rnic_qp *qp = dev->qp[i];
 
 		if (!qp_active(qp))

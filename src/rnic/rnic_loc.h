@@ -247,6 +247,7 @@ struct rnic_dev {
 	int rx_fd;                    /* AF_PACKET on the interface; receive path (see rnic_net.c) */
 
 	struct rnic_qp *qp[RNIC_MAX_QP];
+	int qp_end;                   /* one past the highest slot in use: what progress scans */
 	uint32_t qpn_base;            /* QPN of qp[0]: see rnic_dev.c */
 	struct rnic_mr *mr[RNIC_MAX_MR];
 	uint8_t mr_gen[RNIC_MAX_MR];

@@ -158,6 +158,8 @@ int rnic_create_qp(struct rnic_pd *pd, const struct rnic_qp_init_attr *init,
 		qp->mtu = (uint32_t)rnic_mtu_bytes(dev->active_mtu);
 	qp->window = dev->window ? dev->window : RNIC_WINDOW_MIN;
 	dev->qp[i] = qp;
+	if ((uint32_t)dev->qp_end <= i)
+		dev->qp_end = (int)i + 1;
 	pd->refs++;
 	qp->scq->refs++;
 	qp->rcq->refs++;
@@ -167,8 +169,13 @@ int rnic_create_qp(struct rnic_pd *pd, const struct rnic_qp_init_attr *init,
 
 void rnic_qp_release(struct rnic_qp *qp)
 {
-	if (qp->dev && qp->dev->qp[qp->qpn - qp->dev->qpn_base] == qp)
-		qp->dev->qp[qp->qpn - qp->dev->qpn_base] = NULL;
+	struct rnic_dev *dev = qp->dev;
+
+	if (dev && dev->qp[qp->qpn - dev->qpn_base] == qp) {
+		dev->qp[qp->qpn - dev->qpn_base] = NULL;
+		while (dev->qp_end > 0 && !dev->qp[dev->qp_end - 1])
+			dev->qp_end--;
+	}
 	free(qp->sq);
 	free(qp->rq);
 	free(qp);

@@ -182,8 +182,10 @@ void verbs_progress_kick(struct verbs_ctx *ctx);
 void verbs_app_idle(struct verbs_ctx *ctx);
 /* After each ibv_poll_cq: GOT completions were taken. */
 void verbs_app_polled(struct verbs_ctx *ctx, int got);
-/* Runs the RNIC once and raises completion events; caller holds ctx->lock. */
-void verbs_progress_locked(struct verbs_ctx *ctx, uint64_t now_ns);
+/* Runs the RNIC once (RECEIVE: also looks for packets; a post need not)
+ * and raises the completion and asynchronous events it made; the caller
+ * holds ctx->lock. */
+void verbs_progress_locked(struct verbs_ctx *ctx, uint64_t now_ns, int receive);
 void verbs_notify_cqs(struct verbs_ctx *ctx);
 /* Asynchronous events (caller holds ctx->lock): a QP the transport moved
  * to ERR raises IBV_EVENT_QP_FATAL; an SRQ whose posted WQEs fell below

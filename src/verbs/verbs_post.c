@@ -76,7 +76,7 @@ int verbs_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send
 			pthread_mutex_lock(&ctx->lock);
 			int e = rnic_post_send(qp->rqp, r, &rbad);
 
-			verbs_progress_locked(ctx, rnic_now_ns());
+			verbs_progress_locked(ctx, rnic_now_ns(), 0);
 			pthread_mutex_unlock(&ctx->lock);
 			if (e) {
 				*bad = src[rbad - r];
@@ -184,7 +184,7 @@ int verbs_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 		atomic_fetch_add_explicit(&ctx->app_lock_waits, 1, memory_order_relaxed);
 		pthread_mutex_lock(&ctx->lock);
 	}
-	verbs_progress_locked(ctx, now);
+	verbs_progress_locked(ctx, now, 1);
 	while (got < n) {
 		int want = n - got < POLL_CHUNK ? n - got : POLL_CHUNK;
 		int k = rnic_poll_cq(cq->rcq, want, r);
@@ -287,7 +287,7 @@ static int wr_complete(struct ibv_qp_ex *q)
 			qp->wr[i].next = &qp->wr[i + 1];
 		pthread_mutex_lock(&ctx->lock);
 		err = -rnic_post_send(qp->rqp, qp->wr, &bad);
-		verbs_progress_locked(ctx, rnic_now_ns());
+		verbs_progress_locked(ctx, rnic_now_ns(), 0);
 		pthread_mutex_unlock(&ctx->lock);
 	}
 	qp->nwr = 0;

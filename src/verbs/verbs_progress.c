@@ -140,9 +140,12 @@ void verbs_async_forget(struct verbs_ctx *ctx, const void *element)
 	pthread_mutex_unlock(&ctx->async_mu);
 }
 
-void verbs_progress_locked(struct verbs_ctx *ctx, uint64_t now_ns)
+void verbs_progress_locked(struct verbs_ctx *ctx, uint64_t now_ns, int receive)
 {
-	rnic_progress(ctx->rnic, now_ns);
+	if (receive)
+		rnic_progress(ctx->rnic, now_ns);
+	else
+		rnic_progress_tx(ctx->rnic, now_ns);
 	verbs_notify_cqs(ctx);
 	verbs_notify_async(ctx);
 }
