@@ -266,7 +266,10 @@ struct rnic_dev {
 	struct mmsghdr txm[RNIC_TX_BATCH];
 	struct rnic_txgso txg[RNIC_TX_BATCH];
 	int ntx, nmsg, ntxiov;
-	/* receive batch */
+	/* receive ring (PACKET_RX_RING, TPACKET_V2; NULL: recvmmsg only) */
+	uint8_t *ring;
+	uint32_t ring_head;           /* next frame to look at, free-running */
+	/* receive batch: frames read by recvmmsg (the ring's copied ones) */
 	uint8_t *rxbuf;
 	struct mmsghdr rxm[RNIC_RX_BATCH];
 	struct iovec rxiov[RNIC_RX_BATCH];

@@ -480,32 +480,45 @@ static void test_small_window_acks(void **state)
 	assert_int_equal(c.retransmits, 0);
 }
 
-/* Takes completions until `recvs` receives have come; counts them all. */
-static void pump_recvs(struct env *e, int recvs, int *nrecv, int *nsend)
+/* Runs the device at a clock standing at NOW (no timer, no hold runs out
+ * unless the test moves it) until RECVS receives have completed in all,
+ * or SENDS sends; counts both.  Fails after 5 s of wall clock. */
+static void run_at(struct env *e, uint64_t now, int recvs, int sends, int *nrecv, int *nsend)
 {
-	struct rnic_wc wc[1];
+	uint64_t end = rnic_now_ns() + 5000000000ull;
+	struct pollfd p = { .fd = rnic_fd(e->dev), .events = POLLIN };
+	struct rnic_wc wc[8];
 
-	while (*nrecv < recvs) {
-		assert_int_equal(pump(e, wc, 1), 1);
-		assert_int_equal(wc[0].status, RNIC_WC_SUCCESS);
-		if (wc[0].opcode == RNIC_WC_RECV)
-			++*nrecv;
-		else
-			++*nsend;
+	while (*nrecv < recvs || *nsend < sends) {
+		int k;
+
+		assert_true(rnic_now_ns() < end);
+		rnic_progress(e->dev, now);
+		k = rnic_poll_cq(e->cq, 8, wc);
+		assert_true(k >= 0);
+		for (int i = 0; i < k; i++) {
+			assert_int_equal(wc[i].status, RNIC_WC_SUCCESS);
+			if (wc[i].opcode == RNIC_WC_RECV)
+				++*nrecv;
+			else
+				++*nsend;
+		}
+		if (!k)
+			poll(&p, 1, 1);
 	}
 }
 
 /* A ping-pong of SENDs: the ACK of each message waits for the answer and
- * leaves in the same transmit batch (acks_joined), every send still
- * completes, and nothing waits out a timer.  The last message is answered
- * by nobody: its ACK leaves when its hold ends.  A one-way stream holds
- * at most its first ACK: once a hold ran out, ACKs leave at once. */
+ * leaves in the same transmit batch (acks_joined), and every send still
+ * completes.  The last message is answered by nobody: its ACK leaves when
+ * its hold runs out.  A one-way stream holds at most its first ACK: once a
+ * hold ran out, ACKs leave at once. */
 static void test_ack_joins_answer(void **state)
 {
 	enum { ROUNDS = 40, STREAM = 20 };   /* receive WQEs: at most 64 */
 	struct env *e = *state;
 	struct rnic_counters c0, c1, c2;
-	struct rnic_wc wc[1];
+	uint64_t now = rnic_now_ns();
 	int nrecv = 0, nsend = 0;
 
 	NEED_ENV(e);
@@ -517,32 +530,33 @@ static void test_ack_joins_answer(void **state)
 	rnic_get_counters(e->dev, &c0);
 	for (int i = 0; i < ROUNDS; i++) {
 		post_send(e->a, RNIC_WR_SEND, e->ba, 8, rnic_mr_lkey(e->ma), 0, 0, 1);
-		pump_recvs(e, 2 * i + 1, &nrecv, &nsend);
+		run_at(e, now, 2 * i + 1, 0, &nrecv, &nsend);
 		post_send(e->b, RNIC_WR_SEND, e->bb, 8, rnic_mr_lkey(e->mb), 0, 0, 2);
-		pump_recvs(e, 2 * i + 2, &nrecv, &nsend);
+		run_at(e, now, 2 * i + 2, 0, &nrecv, &nsend);
 	}
-	while (nsend < 2 * ROUNDS) {
-		assert_int_equal(pump(e, wc, 1), 1);
-		assert_int_equal(wc[0].status, RNIC_WC_SUCCESS);
-		assert_int_not_equal(wc[0].opcode, RNIC_WC_RECV);
-		nsend++;
-	}
+	/* every send but the last pong is acknowledged by now */
+	run_at(e, now, 0, 2 * ROUNDS - 1, &nrecv, &nsend);
+	assert_int_equal(nsend, 2 * ROUNDS - 1);
+	assert_int_not_equal(e->a->resp.ack_hold_until, 0);   /* the last pong's ACK waits */
 	rnic_get_counters(e->dev, &c1);
 	/* each message but the first of each side and the last is answered */
-	assert_true(c1.acks_joined - c0.acks_joined >= 2 * ROUNDS - 3);
+	assert_int_equal(c1.acks_joined - c0.acks_joined, 2 * ROUNDS - 2);
+	assert_int_equal(c1.acks_tx - c0.acks_tx, 2 * ROUNDS - 1);
+
+	now += RNIC_ACK_HOLD_NS;                           /* the hold runs out */
+	run_at(e, now, 0, 2 * ROUNDS, &nrecv, &nsend);
+	rnic_get_counters(e->dev, &c1);
 	assert_int_equal(c1.acks_tx - c0.acks_tx, 2 * ROUNDS);
 	assert_int_equal(c1.timeouts, 0);
 	assert_int_equal(c1.retransmits, 0);
-	assert_int_equal(e->a->resp.answers, 0);       /* its last hold ran out */
-	assert_int_equal(e->b->resp.answers, 1);       /* its last left with the pong */
+	assert_int_equal(e->a->resp.answers, 0);
+	assert_int_equal(e->b->resp.answers, 1);           /* its last left with the pong */
 
-	for (int i = 0; i < STREAM; i++)                  /* one way: nothing held */
+	for (int i = 0; i < STREAM; i++)                  /* one way */
 		post_send(e->a, RNIC_WR_SEND, e->ba, 8, rnic_mr_lkey(e->ma), 0, 0, 3);
-	pump_recvs(e, 2 * ROUNDS + STREAM, &nrecv, &nsend);
-	while (nsend < 2 * ROUNDS + STREAM) {
-		assert_int_equal(pump(e, wc, 1), 1);
-		nsend++;
-	}
+	run_at(e, now, 2 * ROUNDS + 1, 0, &nrecv, &nsend);   /* b holds the first ACK */
+	now += RNIC_ACK_HOLD_NS;
+	run_at(e, now, 2 * ROUNDS + STREAM, 2 * ROUNDS + STREAM, &nrecv, &nsend);
 	rnic_get_counters(e->dev, &c2);
 	assert_int_equal(c2.acks_joined, c1.acks_joined);
 	assert_int_equal(e->b->resp.ack_hold_until, 0);
