@@ -159,6 +159,9 @@ void rnic_close(struct rnic_dev *dev)
 	}
 	/* Objects the caller did not destroy: memory only (their PDs and CQs
 	 * may be gone already). */
+	for (int i = 0; i < dev->qp_end; i++)
+		if (dev->qp[i])
+			rnic_qp_settle(dev->qp[i]);
 	for (int i = 0; i < RNIC_MAX_QP; i++)
 		if (dev->qp[i])
 			rnic_qp_release(dev->qp[i]);

@@ -326,6 +326,7 @@ void rnic_cq_push(struct rnic_cq *cq, const struct rnic_wc *wc);
 
 /* rnic_qp.c */
 void rnic_qp_release(struct rnic_qp *qp);
+void rnic_qp_settle(struct rnic_qp *qp);    /* sends what the responder owes */
 /* Fills receive WQE w from wr, checking its SGEs against pd (a bad one
  * marks w LOC_PROT_ERR).  Returns 0 or -EINVAL (SGE count over max_sge). */
 int  rnic_rwqe_fill(struct rnic_dev *dev, struct rnic_pd *pd, struct rnic_rwqe *w,

@@ -181,8 +181,20 @@ void rnic_qp_release(struct rnic_qp *qp)
 	free(qp);
 }
 
+/* What the responder still owes leaves now: a held ACK waits for the
+ * application's answer, and an application that destroys its QP after its
+ * last receive (or exits) would otherwise leave the peer's last send to
+ * run out of retries. */
+void rnic_qp_settle(struct rnic_qp *qp)
+{
+	rnic_resp_flush(qp, UINT64_MAX, 0);
+	if (qp->dev->ntx)
+		rnic_tx_flush(qp->dev);
+}
+
 int rnic_destroy_qp(struct rnic_qp *qp)
 {
+	rnic_qp_settle(qp);
 	qp->pd->refs--;
 	qp->scq->refs--;
 	qp->rcq->refs--;
