@@ -153,6 +153,7 @@ void rnic_close(struct rnic_dev *dev)
 	if (!dev)
 		return;
 	if (dev->stats_at_close) {
+		rnic_net_count_drops(dev);
 		fprintf(stderr, "rnic %s pid %d:", dev->ifname, (int)getpid());
 		rnic_foreach_counter(&dev->cnt, print_counter, stderr);
 		fputc('\n', stderr);
@@ -282,6 +283,7 @@ int rnic_wait(struct rnic_dev *dev, uint64_t now_ns, uint64_t max_ns)
 
 void rnic_get_counters(struct rnic_dev *dev, struct rnic_counters *c)
 {
+	rnic_net_count_drops(dev);
 	*c = dev->cnt;
 }
 

@@ -288,6 +288,7 @@ struct rnic_dev {
 int  rnic_net_open(struct rnic_dev *dev);
 void rnic_net_close(struct rnic_dev *dev);
 int  rnic_net_rx(struct rnic_dev *dev, uint64_t now_ns);
+void rnic_net_count_drops(struct rnic_dev *dev);   /* the kernel's, into drop_rx_full */
 struct rnic_txpkt *rnic_tx_get(struct rnic_dev *dev);
 /* Completes the packet taken by rnic_tx_get(): headers of hdr_len bytes in
  * t->hdr, payload in t->iov[1 .. 1+npay) of paylen bytes.  Adds pad and

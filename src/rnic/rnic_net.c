@@ -34,7 +34,8 @@
  * coalesced one, or a jumbo frame) is queued to the socket as well
  * (PACKET_COPY_THRESH) and its ring frame marked TP_STATUS_COPY: those are
  * read with one recvmmsg per batch, in ring order.  Without a ring (the
- * kernel refused it), batches of up to RNIC_RX_BATCH frames by recvmmsg.
+ * kernel refused it, or JK_RNIC_RING=0), batches of up to RNIC_RX_BATCH
+ * frames by recvmmsg.
  */
 #include <errno.h>
 #include <linux/filter.h>
@@ -176,7 +177,7 @@ static int open_rx(struct rnic_dev *dev)
 		err = attach(fd, keep, sizeof(keep) / sizeof(keep[0]));
 	if (!err)
 		err = set_buf(fd, SO_RCVBUFFORCE, SO_RCVBUF, RNIC_RCVBUF);
-	if (!err)
+	if (!err && !(getenv("JK_RNIC_RING") && !strcmp(getenv("JK_RNIC_RING"), "0")))
 		open_ring(dev, fd);     /* without it, recvmmsg alone */
 	if (!err && bind(fd, (struct sockaddr *)&sll, sizeof(sll)))
 		err = -errno;
@@ -215,6 +216,7 @@ int rnic_net_open(struct rnic_dev *dev)
 
 void rnic_net_close(struct rnic_dev *dev)
 {
+	rnic_net_count_drops(dev);
 	if (dev->udp_fd >= 0)
 		close(dev->udp_fd);
 	if (dev->rx_fd >= 0)
@@ -308,6 +310,17 @@ static int rx_batch(struct rnic_dev *dev, int *nseg, int *held)
 		}
 	}
 	return n;
+}
+
+/* Frames the kernel dropped because the ring or the socket's queue was
+ * full (PACKET_STATISTICS counts them, and reading resets it). */
+void rnic_net_count_drops(struct rnic_dev *dev)
+{
+	struct tpacket_stats st;
+	socklen_t len = sizeof(st);
+
+	if (dev->rx_fd >= 0 && !getsockopt(dev->rx_fd, SOL_PACKET, PACKET_STATISTICS, &st, &len))
+		dev->cnt.drop_rx_full += st.tp_drops;
 }
 
 /* Gives HELD ring frames back to the kernel, once their packets are done. */
