@@ -90,6 +90,10 @@ uint64_t rnic_now_ns(void);
  * when packets arrive, and when rnic_progress() is next needed (now_ns if
  * work is pending, UINT64_MAX if nothing is scheduled). */
 int      rnic_fd(const struct rnic_dev *dev);
+/* After rnic_fd() reported an error (POLLERR: the link went down and up),
+ * reads and clears it, so that a poll loop does not spin on it; returns
+ * the negative errno, or 0. */
+int      rnic_fd_error(struct rnic_dev *dev);
 uint64_t rnic_next_due(struct rnic_dev *dev, uint64_t now_ns);
 
 /* ---- protection domain, memory region ----------------------------------- */
@@ -356,7 +360,7 @@ uint32_t rnic_srq_posted(const struct rnic_srq *srq);
 	X(fault_reorder)    X(fault_ce)         X(fault_corrupt)  X(tx_gso_sends) \
 	X(rx_gso_frames)    X(drop_gso)         X(acks_joined)    X(rx_calls)   \
 	X(rx_calls_empty)   X(tx_calls)         X(rx_ring_frames) X(rx_copied_frames) \
-	X(drop_rx_full)
+	X(drop_rx_full)      X(rx_errors)
 
 struct rnic_counters {
 #define RNIC_CNT_FIELD(name) uint64_t name;

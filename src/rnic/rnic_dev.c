@@ -278,7 +278,11 @@ int rnic_wait(struct rnic_dev *dev, uint64_t now_ns, uint64_t max_ns)
 		return 0;
 	ts.tv_sec = (time_t)((due - now_ns) / 1000000000ull);
 	ts.tv_nsec = (long)((due - now_ns) % 1000000000ull);
-	return ppoll(&p, 1, &ts, NULL) < 0 && errno != EINTR ? -errno : 0;
+	if (ppoll(&p, 1, &ts, NULL) < 0)
+		return errno != EINTR ? -errno : 0;
+	if (p.revents & POLLERR)
+		rnic_fd_error(dev);
+	return 0;
 }
 
 void rnic_get_counters(struct rnic_dev *dev, struct rnic_counters *c)

@@ -135,8 +135,11 @@ static void open_ring(struct rnic_dev *dev, int fd)
 	    setsockopt(fd, SOL_PACKET, PACKET_RX_RING, &req, sizeof(req)))
 		return;
 	ring = mmap(NULL, RNIC_RING_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (ring == MAP_FAILED)
+	if (ring == MAP_FAILED) {       /* a ring nobody reads would keep every frame */
+		memset(&req, 0, sizeof(req));
+		(void)setsockopt(fd, SOL_PACKET, PACKET_RX_RING, &req, sizeof(req));
 		return;
+	}
 	dev->ring = ring;
 	dev->ring_head = 0;
 }
@@ -231,16 +234,49 @@ void rnic_net_close(struct rnic_dev *dev)
 	dev->rxseg = NULL;
 }
 
-/* Reads N frames queued to the socket into the batch buffers; how many. */
+/* Reads N frames queued to the socket into the batch buffers; how many.
+ * A pending socket error (ENETDOWN when the link went down) fails the
+ * first call and is cleared by it: then once more. */
 static int read_queued(struct rnic_dev *dev, int n)
 {
-	int got = n ? recvmmsg(dev->rx_fd, dev->rxm, (unsigned)n, MSG_DONTWAIT, NULL) : 0;
+	int got = -1;
 
-	if (n) {
+	for (int tries = 0; n && got < 0 && tries < 2; tries++) {
+		got = recvmmsg(dev->rx_fd, dev->rxm, (unsigned)n, MSG_DONTWAIT, NULL);
 		dev->cnt.rx_calls++;
 		dev->cnt.rx_calls_empty += got <= 0;
+		if (got < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
+			dev->cnt.rx_errors++;
+		else
+			break;
 	}
 	return got > 0 ? got : 0;
+}
+
+/* The queued copies no longer match the ring (a copy was lost to an
+ * error): throws the queue away, so that later copied frames line up with
+ * their copies again; the transport retransmits what went. */
+static void drop_queued(struct rnic_dev *dev)
+{
+	for (unsigned i = 0; i < RNIC_RING_FRAMES / RNIC_RX_BATCH; i++) {
+		int n = recvmmsg(dev->rx_fd, dev->rxm, RNIC_RX_BATCH, MSG_DONTWAIT, NULL);
+
+		dev->cnt.rx_calls++;
+		if (n <= 0)
+			break;
+		dev->cnt.drop_trunc += (uint64_t)n;
+	}
+}
+
+int rnic_fd_error(struct rnic_dev *dev)
+{
+	int err = 0;
+	socklen_t len = sizeof(err);
+
+	if (getsockopt(dev->rx_fd, SOL_SOCKET, SO_ERROR, &err, &len) || !err)
+		return 0;
+	dev->cnt.rx_errors++;
+	return -err;
 }
 
 /* Cuts a frame (virtio-net header, Ethernet, IPv4 ...) of LEN bytes into
@@ -292,11 +328,18 @@ static int rx_batch(struct rnic_dev *dev, int *nseg, int *held)
 	got = read_queued(dev, ncopy);
 	dev->cnt.rx_ring_frames += (uint64_t)n;
 	dev->cnt.rx_copied_frames += (uint64_t)ncopy;
-	for (int i = 0, c = 0; i < n; i++) {
+	for (int i = 0, c = 0, lost = 0; i < n; i++) {
 		struct tpacket2_hdr *h = ring_frame(dev, dev->ring_head + (uint32_t)i);
 
 		if (h->tp_status & TP_STATUS_COPY) {     /* whole on the socket's queue */
-			if (c >= got || dev->rxm[c].msg_hdr.msg_flags & MSG_TRUNC)
+			/* its copy is the next one queued: the same length, or the
+			 * queue lost step with the ring */
+			if (!lost && (c >= got || dev->rxm[c].msg_hdr.msg_flags & MSG_TRUNC ||
+				      dev->rxm[c].msg_len != h->tp_len + VNET_HDR_LEN)) {
+				lost = 1;
+				drop_queued(dev);
+			}
+			if (lost)
 				dev->cnt.drop_trunc++;
 			else
 				*nseg += take_frame(dev, dev->rxiov[c].iov_base, dev->rxm[c].msg_len, *nseg);

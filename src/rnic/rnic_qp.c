@@ -182,9 +182,10 @@ void rnic_qp_release(struct rnic_qp *qp)
 }
 
 /* What the responder still owes leaves now: a held ACK waits for the
- * application's answer, and an application that destroys its QP after its
- * last receive (or exits) would otherwise leave the peer's last send to
- * run out of retries. */
+ * application's answer, and an application that destroys its QP, resets it
+ * or moves it to ERR after its last receive (UCX moves QPs to ERR before
+ * destroying them) would otherwise leave the peer's last send to run out
+ * of retries.  Nothing to do outside RTR and RTS. */
 void rnic_qp_settle(struct rnic_qp *qp)
 {
 	rnic_resp_flush(qp, UINT64_MAX, 0);
@@ -243,6 +244,7 @@ void rnic_qp_error(struct rnic_qp *qp, enum rnic_wc_status head_status)
 
 	if (qp->state == RNIC_QPS_ERR)
 		return;
+	rnic_qp_settle(qp);     /* a held ACK: the peer's message was received */
 	rnic_trace(qp->dev, "qp %#x: %s -> ERR (%s)\n", qp->qpn,
 		   rnic_qp_state_name(qp->state), rnic_wc_status_str(head_status));
 	qp->state = RNIC_QPS_ERR;
@@ -378,6 +380,7 @@ int rnic_modify_qp(struct rnic_qp *qp, const struct rnic_qp_attr *a, int mask)
 		   rnic_qp_state_name(next));
 	switch (next) {
 	case RNIC_QPS_RESET:
+		rnic_qp_settle(qp);
 		qp_reset(qp);
 		break;
 	case RNIC_QPS_INIT:

@@ -143,6 +143,7 @@ void rnic_rcv_seg(struct rnic_dev *dev, struct rnic_rxseg *s, uint64_t now_ns)
 	struct rnic_pkt pkt;
 	struct rnic_qp *qp;
 
+	dev->now_ns = now_ns;   /* what a held ACK counts from */
 	dev->cnt.rx_pkts++;
 	dev->cnt.rx_bytes += RNIC_IPUDP_LEN + s->l4len;
 	if (rnic_hdr_parse(&pkt, s->l4, s->l4len)) {

@@ -57,6 +57,7 @@ static void fatal(struct rnic_qp *qp, uint8_t code, const struct rnic_pkt *pkt,
 	rnic_trace(qp->dev, "qp %#x: %s psn %#x fails (%s), NAK code %u\n", qp->qpn,
 		   rnic_opcode[pkt->opcode].name, psn, why, code);
 	qp->dev->cnt.naks_err_tx++;
+	rnic_qp_settle(qp);     /* a held ACK for what came before, first */
 	send_ctrl(qp, RC_ACKNOWLEDGE, AETH_NAK | code, psn);
 	rnic_qp_error(qp, RNIC_WC_WR_FLUSH_ERR);
 }
@@ -69,7 +70,8 @@ static void fatal(struct rnic_qp *qp, uint8_t code, const struct rnic_pkt *pkt,
 static void rwqe_complete(struct rnic_qp *qp, const struct rnic_wc *wc)
 {
 	rnic_cq_push(qp->rcq, wc);
-	if (qp->resp.answers && !qp->resp.ack_hold_until && wc->status == RNIC_WC_SUCCESS)
+	if (qp->resp.answers && !qp->resp.ack_hold_until && wc->status == RNIC_WC_SUCCESS &&
+	    qp->type == RNIC_QPT_RC)
 		qp->resp.ack_hold_until = qp->dev->now_ns + RNIC_ACK_HOLD_NS;
 	if (qp->srq)
 		qp->resp.srq_held = 0;

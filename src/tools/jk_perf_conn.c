@@ -167,7 +167,8 @@ void jk_perf_idle(void *arg, int fd)
 
 		ts.tv_nsec = (long)d;
 	}
-	ppoll(pf, 2, &ts, NULL);
+	if (ppoll(pf, 2, &ts, NULL) > 0 && (pf[1].revents & POLLERR))
+		rnic_fd_error(p->dev);   /* the link went down: clear it */
 }
 
 int jk_perf_connect_qps(struct jk_perf *p)

@@ -71,6 +71,7 @@ struct verbs_ctx {
 	atomic_int app_state;
 	atomic_uint poll_count;       /* ibv_poll_cq calls, for the thread's check */
 	int ep_fd;                    /* the thread's epoll set: kick, and the RNIC when watched */
+	int no_pwait2;                /* the kernel refused epoll_pwait2: epoll_wait */
 	/* what the hand-over costs (JK_RNIC_STATS=1 prints them at close) */
 	uint64_t thread_wakeups;      /* the thread's epoll waits that returned */
 	uint64_t thread_runs;         /* RNIC runs by the thread */
