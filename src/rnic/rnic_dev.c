@@ -204,8 +204,11 @@ static int qp_active(const struct rnic_qp *qp)
 
 int rnic_progress(struct rnic_dev *dev, uint64_t now_ns)
 {
+	int n;
+
 	dev->now_ns = now_ns;
-	return rnic_net_rx(dev, now_ns) + rnic_progress_tx(dev, now_ns);
+	n = rnic_net_rx(dev, now_ns);        /* first: what it received is answered below */
+	return n + rnic_progress_tx(dev, now_ns);
 }
 
 int rnic_progress_tx(struct rnic_dev *dev, uint64_t now_ns)
