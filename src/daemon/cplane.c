@@ -892,27 +892,35 @@ static int64_t reload_vni(struct jk_cplane *cp, uint32_t vni)
 	return rev;
 }
 
-static void on_watch_msg(struct jk_etcd_watch *w, const json_t *result, void *arg)
+/* What a watch's events go to: the key, its value (NULL: deleted) and
+ * its metadata. */
+typedef void watch_apply_fn(struct jk_cplane *cp, void *arg, const char *key, const char *val,
+			    const struct jk_etcd_kv_meta *m);
+
+/* One message of a watch.  A cancelled watch goes to its restart (*ended
+ * set) and gives -1; otherwise every event is counted, parsed (a bad one
+ * counted and skipped) and handed to APPLY, *max_rev follows the events'
+ * revisions, and the revision the store has seen is noted.  Returns how
+ * many events the message had (the VNI watch's caller then notes the
+ * revision its tables reached; host records are not tables). */
+static int watch_events(struct jk_cplane *cp, const json_t *result, struct watch_restart *restart,
+			bool *reload, bool *ended, int64_t *max_rev, watch_apply_fn *apply, void *arg)
 {
-	struct watched_vni *wv = arg;
-	struct jk_cplane *cp = wv->cp;
 	int64_t rev = jk_etcd_int(json_object_get(json_object_get(result, "header"), "revision"));
 	char key[JK_ETCD_KEY_MAX], val[JK_ETCD_VAL_MAX];
 	const json_t *events = json_object_get(result, "events"), *ev;
 	size_t i;
 
-	(void)w;
 	if (json_is_true(json_object_get(result, "canceled"))) {
-		restart_cancelled(cp, &wv->restart, result, &wv->reload);
-		wv->ended = true;
-		return;
+		restart_cancelled(cp, restart, result, reload);
+		*ended = true;
+		return -1;
 	}
-	restart_worked(&wv->restart);
+	restart_worked(restart);
 	json_array_foreach(events, i, ev) {
 		const json_t *kv = json_object_get(ev, "kv");
 		bool del = json_is_string(json_object_get(ev, "type")) &&
 			   strcmp(json_string_value(json_object_get(ev, "type")), "DELETE") == 0;
-
 		struct jk_etcd_kv_meta m;
 
 		count(cp, &cp->events);
@@ -921,14 +929,30 @@ static void on_watch_msg(struct jk_etcd_watch *w, const json_t *result, void *ar
 			continue;
 		}
 		jk_etcd_kv_meta(kv, &m);
-		apply_key(cp, wv->vni, key, del ? NULL : val, &m);
-		if (m.mod_revision > wv->rev)
-			wv->rev = m.mod_revision;
+		apply(cp, arg, key, del ? NULL : val, &m);
+		if (m.mod_revision > *max_rev)
+			*max_rev = m.mod_revision;
 	}
 	set_revision(&cp->d->cp_rev_seen, rev);
 	store_rev_seen(cp, rev);
-	if (json_array_size(events))
-		set_revision(&cp->d->cp_rev_applied, rev);
+	return (int)json_array_size(events);
+}
+
+static void apply_vni_event(struct jk_cplane *cp, void *arg, const char *key, const char *val,
+			    const struct jk_etcd_kv_meta *m)
+{
+	apply_key(cp, ((struct watched_vni *)arg)->vni, key, val, m);
+}
+
+static void on_watch_msg(struct jk_etcd_watch *w, const json_t *result, void *arg)
+{
+	struct watched_vni *wv = arg;
+
+	(void)w;
+	if (watch_events(wv->cp, result, &wv->restart, &wv->reload, &wv->ended, &wv->rev,
+			 apply_vni_event, wv) > 0)   /* the tables moved to this revision */
+		set_revision(&wv->cp->d->cp_rev_applied,
+			     jk_etcd_int(json_object_get(json_object_get(result, "header"), "revision")));
 }
 
 /* ---- host records (agent): the watch of PREFIX/hosts/ ------------------------ */
@@ -1060,42 +1084,20 @@ static int64_t reload_hosts(struct jk_cplane *cp)
 	return rev;
 }
 
+static void apply_host_event(struct jk_cplane *cp, void *arg, const char *key, const char *val,
+			     const struct jk_etcd_kv_meta *m)
+{
+	(void)arg;
+	apply_host_key(cp, key, val, m->lease);
+}
+
 static void on_hosts_msg(struct jk_etcd_watch *w, const json_t *result, void *arg)
 {
 	struct jk_cplane *cp = arg;
-	char key[JK_ETCD_KEY_MAX], val[JK_ETCD_VAL_MAX];
-	const json_t *events = json_object_get(result, "events"), *ev;
-	size_t i;
 
 	(void)w;
-	if (json_is_true(json_object_get(result, "canceled"))) {
-		restart_cancelled(cp, &cp->hosts_restart, result, &cp->hosts_reload);
-		cp->hosts_ended = true;
-		return;
-	}
-	restart_worked(&cp->hosts_restart);
-	json_array_foreach(events, i, ev) {
-		const json_t *kv = json_object_get(ev, "kv");
-		bool del = json_is_string(json_object_get(ev, "type")) &&
-			   strcmp(json_string_value(json_object_get(ev, "type")), "DELETE") == 0;
-		struct jk_etcd_kv_meta m;
-
-		count(cp, &cp->events);
-		if (jk_etcd_kv(kv, key, val, NULL) != 0) {
-			count(cp, &cp->bad_events);
-			continue;
-		}
-		jk_etcd_kv_meta(kv, &m);
-		apply_host_key(cp, key, del ? NULL : val, m.lease);
-		if (m.mod_revision > cp->hosts_rev)
-			cp->hosts_rev = m.mod_revision;
-	}
-	{
-		int64_t rev = jk_etcd_int(json_object_get(json_object_get(result, "header"), "revision"));
-
-		set_revision(&cp->d->cp_rev_seen, rev);
-		store_rev_seen(cp, rev);
-	}
+	watch_events(cp, result, &cp->hosts_restart, &cp->hosts_reload, &cp->hosts_ended,
+		     &cp->hosts_rev, apply_host_event, NULL);
 }
 
 /* The host records read (in full the first time, or after a compaction)
