@@ -70,6 +70,8 @@ struct verbs_ctx {
 	/* Who drives (verbs_progress.c): APP_IDLE, APP_SPINS, APP_GRACE. */
 	atomic_int app_state;
 	atomic_uint poll_count;       /* ibv_poll_cq calls, for the thread's check */
+	atomic_int grace_eager;       /* > 0: a completion puts the thread on watch
+				       * at once (APP_GRACE), else APP_AFTER */
 	int ep_fd;                    /* the thread's epoll set: kick, and the RNIC when watched */
 	int no_pwait2;                /* the kernel refused epoll_pwait2: epoll_wait */
 	/* what the hand-over costs (JK_RNIC_STATS=1 prints them at close) */
@@ -83,6 +85,8 @@ enum {
 	APP_IDLE,    /* the progress thread drives (packets wake it) */
 	APP_SPINS,   /* the application polls an empty CQ: it drives */
 	APP_GRACE,   /* it just took a completion: it drives if it polls again soon */
+	APP_AFTER,   /* the same, for a program that has always polled again: the
+		      * thread does not watch (no system call per completion) */
 };
 
 struct verbs_pd {

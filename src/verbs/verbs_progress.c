@@ -47,6 +47,7 @@
 #define STALL_NS      1000000ull     /* work due but nothing moved (a full window):
 				      * wait this, or for a packet */
 #define SPIN_CHECK_NS 10000000ull    /* a spinning application still polls? */
+#define GRACE_EAGER   1024           /* completions watched at once after a miss */
 #define KEY_KICK      1
 #define KEY_RNIC      2
 
@@ -170,7 +171,9 @@ static void watch_rnic(struct verbs_ctx *ctx, int on)
 
 void verbs_app_idle(struct verbs_ctx *ctx)
 {
-	if (atomic_exchange(&ctx->app_state, APP_IDLE) == APP_SPINS)
+	int was = atomic_exchange(&ctx->app_state, APP_IDLE);
+
+	if (was == APP_SPINS || was == APP_AFTER)
 		watch_rnic(ctx, 1);
 	verbs_progress_kick(ctx);
 }
@@ -181,11 +184,21 @@ void verbs_app_polled(struct verbs_ctx *ctx, int got)
 
 	atomic_fetch_add_explicit(&ctx->poll_count, 1, memory_order_relaxed);
 	if (!got && st != APP_SPINS) {
-		if (atomic_compare_exchange_strong(&ctx->app_state, &st, APP_SPINS))
-			watch_rnic(ctx, 0);
+		if (atomic_compare_exchange_strong(&ctx->app_state, &st, APP_SPINS)) {
+			if (st != APP_AFTER)
+				watch_rnic(ctx, 0);
+			/* it came back by itself: one step towards not watching */
+			if (st == APP_GRACE && atomic_load_explicit(&ctx->grace_eager, memory_order_relaxed) > 0)
+				atomic_fetch_sub_explicit(&ctx->grace_eager, 1, memory_order_relaxed);
+		}
 	} else if (got && st == APP_SPINS) {
-		if (atomic_compare_exchange_strong(&ctx->app_state, &st, APP_GRACE))
-			watch_rnic(ctx, 1);
+		if (atomic_load_explicit(&ctx->grace_eager, memory_order_relaxed) > 0) {
+			if (atomic_compare_exchange_strong(&ctx->app_state, &st, APP_GRACE))
+				watch_rnic(ctx, 1);
+		} else {
+			/* a program that always polls again: no system call */
+			atomic_compare_exchange_strong(&ctx->app_state, &st, APP_AFTER);
+		}
 	}
 }
 
@@ -236,8 +249,10 @@ static void stand_back(struct verbs_ctx *ctx)
 					!rx)) {
 		if (atomic_compare_exchange_strong(&ctx->app_state, &st, APP_IDLE)) {
 			ctx->thread_takeovers++;
-			if (st == APP_SPINS)
+			if (st == APP_SPINS || st == APP_AFTER)
 				watch_rnic(ctx, 1);
+			if (st == APP_AFTER)      /* it went away after a completion */
+				atomic_store(&ctx->grace_eager, GRACE_EAGER);
 		}
 	}
 }
@@ -291,6 +306,7 @@ int verbs_progress_start(struct verbs_ctx *ctx)
 		goto fail;
 	}
 	watch_rnic(ctx, 1);
+	atomic_store(&ctx->grace_eager, GRACE_EAGER);
 	err = -pthread_create(&ctx->thread, NULL, progress_main, ctx);
 	if (err)
 		goto fail;
