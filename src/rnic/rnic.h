@@ -82,6 +82,11 @@ int      rnic_progress(struct rnic_dev *dev, uint64_t now_ns);
 /* The same without receiving: what a post needs (its requests leave at
  * once) without the system call that looks for packets. */
 int      rnic_progress_tx(struct rnic_dev *dev, uint64_t now_ns);
+/* Whether an ACK may wait (20 us) for the application's answer and leave
+ * with it (on by default): worth it when the caller polls, a wake-up more
+ * per message when a sleeping caller is woken for it.  Off also sends the
+ * ACKs held so far at the next progress call. */
+void     rnic_hold_acks(struct rnic_dev *dev, int on);
 /* Sleeps at most max_ns until a packet arrives or a timer is due.  Returns
  * at once when there is transmit work pending. */
 int      rnic_wait(struct rnic_dev *dev, uint64_t now_ns, uint64_t max_ns);

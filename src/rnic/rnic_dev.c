@@ -125,6 +125,7 @@ int rnic_open(const char *name, struct rnic_dev **out)
 	}
 	env = getenv("JK_RNIC_TRACE");
 	dev->trace = env ? atoi(env) : 0;
+	dev->hold_acks = 1;
 	env = getenv("JK_RNIC_STATS");
 	dev->stats_at_close = env && atoi(env) > 0;
 	env = getenv("JK_RNIC_FAULT");
@@ -211,6 +212,11 @@ int rnic_progress(struct rnic_dev *dev, uint64_t now_ns)
 	return n + rnic_progress_tx(dev, now_ns);
 }
 
+void rnic_hold_acks(struct rnic_dev *dev, int on)
+{
+	dev->hold_acks = on;
+}
+
 int rnic_progress_tx(struct rnic_dev *dev, uint64_t now_ns)
 {
 	int n = 0;
@@ -251,7 +257,8 @@ uint64_t rnic_next_due(struct rnic_dev *dev, uint64_t now_ns)
 		if (qp->resp.nak_pending || qp->resp.cnp_pending)
 			return now_ns;
 		if (qp->resp.ack_pending)
-			due = min_u64(due, qp->resp.ack_hold_until ? qp->resp.ack_hold_until : now_ns);
+			due = min_u64(due, qp->resp.ack_hold_until && dev->hold_acks ?
+					   qp->resp.ack_hold_until : now_ns);
 		if (qp->comp.deadline)
 			due = min_u64(due, qp->comp.deadline);
 		due = min_u64(due, rnic_dcqcn_next_due(&qp->rp, &dev->dcqcn));

@@ -259,6 +259,7 @@ struct rnic_dev {
 	struct rnic_fault *fault;     /* test-only fault hook, usually NULL */
 	int trace;                    /* JK_RNIC_TRACE: events to stderr */
 	int stats_at_close;           /* JK_RNIC_STATS: counters to stderr at close */
+	int hold_acks;                /* ACKs may wait for the answer (rnic_hold_acks) */
 
 	/* transmit batch: ntx packets in nmsg UDP_SEGMENT sends */
 	struct rnic_txpkt tx[RNIC_TX_BATCH];

@@ -71,7 +71,7 @@ static void rwqe_complete(struct rnic_qp *qp, const struct rnic_wc *wc)
 {
 	rnic_cq_push(qp->rcq, wc);
 	if (qp->resp.answers && !qp->resp.ack_hold_until && wc->status == RNIC_WC_SUCCESS &&
-	    qp->type == RNIC_QPT_RC)
+	    qp->type == RNIC_QPT_RC && qp->dev->hold_acks)
 		qp->resp.ack_hold_until = qp->dev->now_ns + RNIC_ACK_HOLD_NS;
 	if (qp->srq)
 		qp->resp.srq_held = 0;
@@ -537,7 +537,7 @@ ack:
 	if (requests_sent)
 		qp->resp.answers = 1;
 	if (qp->resp.ack_pending && qp->resp.ack_hold_until) {
-		if (!requests_sent && now_ns < qp->resp.ack_hold_until)
+		if (!requests_sent && now_ns < qp->resp.ack_hold_until && dev->hold_acks)
 			return;
 		qp->resp.answers = requests_sent > 0;
 		qp->resp.ack_hold_until = 0;

@@ -322,6 +322,8 @@ int main(int argc, char *argv[])
 		return 1;
 	}
 
+	if (pc.use_event)       /* sleeping between completions: no ACK waits for us */
+		rnic_hold_acks(pc.dev, 0);
 	memset(&my, 0, sizeof(my));
 	rnic_query_gid(pc.dev, gidx, &my.gid);
 	my.qpn = rnic_qp_num(pc.qp);

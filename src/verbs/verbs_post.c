@@ -184,6 +184,7 @@ int verbs_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 		atomic_fetch_add_explicit(&ctx->app_lock_waits, 1, memory_order_relaxed);
 		pthread_mutex_lock(&ctx->lock);
 	}
+	rnic_hold_acks(ctx->rnic, 1);   /* a polling program answers from here */
 	verbs_progress_locked(ctx, now, 1);
 	while (got < n) {
 		int want = n - got < POLL_CHUNK ? n - got : POLL_CHUNK;
