@@ -205,10 +205,8 @@ static int qp_active(const struct rnic_qp *qp)
 
 int rnic_progress(struct rnic_dev *dev, uint64_t now_ns)
 {
-	int n;
+	int n = rnic_net_rx(dev, now_ns);    /* first: what it received is answered below */
 
-	dev->now_ns = now_ns;
-	n = rnic_net_rx(dev, now_ns);        /* first: what it received is answered below */
 	return n + rnic_progress_tx(dev, now_ns);
 }
 
@@ -224,13 +222,12 @@ int rnic_progress_tx(struct rnic_dev *dev, uint64_t now_ns)
 	dev->now_ns = now_ns;
 	for (int i = 0; i < dev->qp_end; i++) {
 		struct rnic_qp *qp = dev->qp[i];
+		int sent;
 
 		if (!qp_active(qp))
 			continue;
 		rnic_comp_timer(qp, now_ns);
 		rnic_dcqcn_tick(&qp->rp, &dev->dcqcn, now_ns);
-		int sent;
-
 		rnic_resp_flush(qp, now_ns, 0);
 		n += rnic_resp_tx(qp, now_ns, RNIC_QP_BUDGET);
 		sent = rnic_req_tx(qp, now_ns, RNIC_QP_BUDGET);

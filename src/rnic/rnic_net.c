@@ -219,7 +219,6 @@ int rnic_net_open(struct rnic_dev *dev)
 
 void rnic_net_close(struct rnic_dev *dev)
 {
-	rnic_net_count_drops(dev);
 	if (dev->udp_fd >= 0)
 		close(dev->udp_fd);
 	if (dev->rx_fd >= 0)
