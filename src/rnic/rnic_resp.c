@@ -539,10 +539,11 @@ ack:
 	if (qp->resp.ack_pending && qp->resp.ack_hold_until) {
 		if (!requests_sent && now_ns < qp->resp.ack_hold_until && dev->hold_acks)
 			return;
-		qp->resp.answers = requests_sent > 0;
 		qp->resp.ack_hold_until = 0;
 		if (requests_sent)
 			dev->cnt.acks_joined++;
+		else
+			qp->resp.answers = 0;     /* nobody answered: hold no more */
 	}
 	if (qp->resp.ack_pending) {
 		qp->resp.ack_pending = 0;
