@@ -13,13 +13,12 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-static inline int enter_netns_with_lo(void)
+/* Sets lo up or down in the current namespace (as `ip link set lo up`). */
+static inline int set_lo_up(int up)
 {
 	struct ifreq ifr;
 	int fd, err = 0;
 
-	if (unshare(CLONE_NEWNET))
-		return -1;
 	fd = socket(AF_INET, SOCK_DGRAM, 0);
 	if (fd < 0)
 		return -1;
@@ -27,11 +26,18 @@ static inline int enter_netns_with_lo(void)
 	strcpy(ifr.ifr_name, "lo");
 	if (ioctl(fd, SIOCGIFFLAGS, &ifr))
 		err = -1;
-	ifr.ifr_flags |= IFF_UP;
+	ifr.ifr_flags = (short)(up ? ifr.ifr_flags | IFF_UP : ifr.ifr_flags & ~IFF_UP);
 	if (!err && ioctl(fd, SIOCSIFFLAGS, &ifr))
 		err = -1;
 	close(fd);
 	return err;
+}
+
+static inline int enter_netns_with_lo(void)
+{
+	if (unshare(CLONE_NEWNET))
+		return -1;
+	return set_lo_up(1);
 }
 
 #endif
