@@ -47,7 +47,7 @@ enum jk_drop jk_offload_import(struct jk_pkt *p)
 	}
 	if (!needs_csum)
 		return JK_DROP_VNET_CSUM;   /* segmentation needs the checksum position */
-	if (h->gso_size < JK_GSO_SIZE_MIN)
+	if (h->gso_size == 0)
 		return JK_DROP_VNET_GSO;
 	p->off.gso_type = type;
 	p->off.gso_size = h->gso_size;
@@ -83,8 +83,6 @@ static enum jk_drop check_roce_segments(const struct jk_pkt *p, uint32_t payload
 	return JK_DROP_NONE;
 }
 
-_Static_assert(JK_GSO_SIZE_MIN > 12 + 16 + 4, "no GSO segment has a control packet's size (wire.h: jk_roce_ctrl_size)");
-
 enum jk_drop jk_offload_check_gso(struct jk_pkt *p)
 {
 	const struct jk_pkt_meta *m = &p->meta;
@@ -112,6 +110,8 @@ enum jk_drop jk_offload_check_gso(struct jk_pkt *p)
 	payload = p->len - hdr;
 	l4_len = p->len - m->l4_ofs;
 	p->off.hdr_len = (uint16_t)hdr;
+	if ((payload + p->off.gso_size - 1) / p->off.gso_size > JK_GSO_SEGS_MAX)
+		return JK_DROP_VNET_GSO;
 	p->off.segs = (uint16_t)((payload + p->off.gso_size - 1) / p->off.gso_size);
 	/* Whatever the tenant left in the field, it now holds the
 	 * pseudo-header sum over the whole L4 length, as Linux's own
@@ -129,9 +129,10 @@ enum jk_drop jk_offload_check_gso(struct jk_pkt *p)
 		return JK_DROP_NONE;
 	}
 	if (m->flags & JK_PF_ROCE) {
-		/* Control is judged on each segment as it will be sent: none
-		 * of gso_size >= JK_GSO_SIZE_MIN bytes has an ACK's, an atomic
-		 * ACK's or a CNP's size, whatever the whole frame's was. */
+		/* A segment is never control, whatever its size or the whole
+		 * frame's: a RoCE sender coalesces packets that carry payload
+		 * only, and judging a segment as data only withholds the
+		 * exemption (never marked or dropped) that control has. */
 		p->meta.flags &= ~JK_PF_ROCE_CTRL;
 		return check_roce_segments(p, payload);
 	}

@@ -18,9 +18,10 @@
 /* Largest frame read from a vNIC (a 64 KiB TSO/USO super-frame with its
  * Ethernet header) or from the underlay (a UDP_GRO buffer). */
 #define JK_PKT_DATA_MAX (65536 + 64)
-/* Smallest segment size a super-frame may ask for: bounds the work per
- * frame to 1024 segments. */
-#define JK_GSO_SIZE_MIN 64
+/* Most segments a super-frame may ask for: bounds the work per frame.
+ * Any segment size is taken (Linux's own UDP_SEGMENT has no smallest one,
+ * and a RoCE sender coalesces 24-byte SEND packets of 8 bytes each). */
+#define JK_GSO_SEGS_MAX 1024
 
 /* Parser flags (struct jk_pkt_meta.flags). */
 #define JK_PF_ARP       (1u << 0)

@@ -66,6 +66,13 @@ if command -v ucx_perftest >/dev/null; then
 		ucx_perftest -x rc_verbs -d jk_eth0:1 -t am_lat -s 8 -n 5000
 	pair "ucx_perftest UCP tag_lat over rc_v (UD wire-up), server on h1" blue1 blue2 10.0.0.1 "$FINAL" \
 		env UCX_TLS=rc_v,self ucx_perftest -t tag_lat -n 5000
+	# Rendezvous: the receiver READs the sender's buffer while small
+	# SENDs (the receive acknowledgements, 24 bytes each on the wire)
+	# leave coalesced in one UDP_SEGMENT send.
+	pair "ucx_perftest UCP tag_bw 64 KiB over rc_v (rendezvous), server on h2" blue2 blue1 10.0.0.2 "$FINAL" \
+		env UCX_TLS=rc_v,self UCX_RNDV_THRESH=32k ucx_perftest -t tag_bw -s 65536 -n 4000
+	pair "ucx_perftest UCP tag_bw 1 MiB over rc_v (rendezvous), server on h1" blue1 blue2 10.0.0.1 "$FINAL" \
+		env UCX_TLS=rc_v,self UCX_RNDV_THRESH=32k ucx_perftest -t tag_bw -s 1048576 -n 400
 else
 	not_ok "ucx_perftest installed (scripts/install-deps --test)"
 fi

@@ -199,49 +199,86 @@ static void tso_cut_byte_exact(void **state)
 	}
 }
 
-static void uso_cut_byte_exact(void **state)
+/* A USO super-frame of n RoCE packets of dgram bytes (BTH + payload; the
+ * last one last bytes) behind one header, as the soft RNIC sends them. */
+static void uso_frame(struct frame *f, uint32_t dgram, unsigned n, uint32_t last)
 {
-	struct env *env = *state;
-	static struct frame f, want;
-	const uint32_t dgram = 1024 + 12;       /* BTH + payload of each RoCE packet */
-	struct jk_vnet_hdr h = { .flags = JK_VNET_F_NEEDS_CSUM, .gso_type = JK_VNET_GSO_UDP_L4,
-				 .hdr_len = ETH + IPH + 8, .gso_size = (uint16_t)dgram,
-				 .csum_start = ETH + IPH, .csum_offset = 6 };
-	uint8_t hdr[JK_GSO_HDR_MAX];
-	struct jk_pkt *p;
+	static struct frame seg;
 
-	/* The super-frame: four RoCE packets back to back behind one header. */
-	fr_init(&f);
-	for (unsigned i = 0; i < 4; i++) {
-		roce_segment(&want, 0, 7 + i, i * 1024, i < 3 ? dgram : 500, 0x11);
+	fr_init(f);
+	for (unsigned i = 0; i < n; i++) {
+		roce_segment(&seg, 0, 7 + i, i * dgram, i < n - 1 ? dgram : last, 0x11);
 		if (i == 0)
-			fr_bytes(&f, want.b, want.len);
+			fr_bytes(f, seg.b, seg.len);
 		else
-			fr_bytes(&f, want.b + ETH + IPH + 8, want.len - ETH - IPH - 8);
+			fr_bytes(f, seg.b + ETH + IPH + 8, seg.len - ETH - IPH - 8);
 	}
-	wr16(f.b + ETH + 2, (uint16_t)(f.len - ETH));
-	wr16(f.b + ETH + IPH + 4, (uint16_t)(f.len - ETH - IPH));
-	p = egress(env, &f, &h);
+	wr16(f->b + ETH + 2, (uint16_t)(f->len - ETH));
+	wr16(f->b + ETH + IPH + 4, (uint16_t)(f->len - ETH - IPH));
+}
+
+/* Each segment of p is the packet a sender would have sent alone. */
+static void assert_uso_cut(const struct jk_pkt *p, uint32_t dgram, unsigned n, uint32_t last)
+{
+	static struct frame want;
+	uint8_t hdr[JK_GSO_HDR_MAX];
+
 	assert_int_equal(p->verdict.action, JK_ACT_TO_UNDERLAY);
 	assert_int_equal(p->meta.cls, JK_CLASS_RDMA);
-	assert_int_equal(jk_gso_segs(p), 4);
-	for (unsigned i = 0; i < 4; i++) {
+	assert_int_equal(jk_gso_segs(p), n);
+	for (unsigned i = 0; i < n; i++) {
 		struct jk_gso_seg seg;
 
 		jk_gso_segment(p, i, hdr, &seg);
 		/* IDs count up from the first, as Linux's own USO does: the
 		 * receiver's ICRC covers them. */
-		roce_segment(&want, (uint16_t)i, 7 + i, i * 1024, i < 3 ? dgram : 500, 0x11);
+		roce_segment(&want, (uint16_t)i, 7 + i, i * dgram, i < n - 1 ? dgram : last, 0x11);
 		assert_int_equal(seg.hdr_len + seg.len, want.len);
 		assert_memory_equal(hdr, want.b, seg.hdr_len);
 		assert_memory_equal(p->data + seg.ofs, want.b + seg.hdr_len, seg.len);
 	}
+}
+
+static struct jk_vnet_hdr uso_hdr(uint32_t dgram)
+{
+	return (struct jk_vnet_hdr){ .flags = JK_VNET_F_NEEDS_CSUM, .gso_type = JK_VNET_GSO_UDP_L4,
+				     .hdr_len = ETH + IPH + 8, .gso_size = (uint16_t)dgram,
+				     .csum_start = ETH + IPH, .csum_offset = 6 };
+}
+
+static void uso_cut_byte_exact(void **state)
+{
+	struct env *env = *state;
+	static struct frame f;
+	const uint32_t dgram = 1024 + 12;       /* BTH + payload of each RoCE packet */
+	struct jk_vnet_hdr h = uso_hdr(dgram);
+	struct jk_pkt *p;
+
+	uso_frame(&f, dgram, 4, 500);
+	assert_uso_cut(egress(env, &f, &h), dgram, 4, 500);
 
 	/* A later packet to another QP would slip past the RCFT: refused. */
 	wr16(f.b + ETH + IPH + 8 + 2 * dgram + 5, 0x0099);
 	p = egress(env, &f, &h);
 	assert_int_equal(p->verdict.action, JK_ACT_DROP);
 	assert_int_equal(p->verdict.drop, JK_DROP_GSO_MIXED);
+}
+
+/* The soft RNIC coalesces small SENDs too (24 bytes each: BTH, 8 bytes,
+ * ICRC): any segment size passes as long as the frame asks for at most
+ * JK_GSO_SEGS_MAX segments (it was refused below 64 bytes, and a UCX
+ * rendezvous through the user datapath lost its READ every time). */
+static void uso_small_segments_cut(void **state)
+{
+	struct env *env = *state;
+	static struct frame f;
+	struct jk_vnet_hdr h;
+
+	for (uint32_t dgram = 13; dgram <= 64; dgram += 11) {
+		h = uso_hdr(dgram);
+		uso_frame(&f, dgram, 40, 13);
+		assert_uso_cut(egress(env, &f, &h), dgram, 40, 13);
+	}
 }
 
 static void partial_checksum_completed(void **state)
@@ -284,8 +321,10 @@ static void bad_headers_dropped_by_reason(void **state)
 		{ { .flags = 1, .csum_start = 5990, .csum_offset = 16 }, JK_DROP_VNET_CSUM },
 		{ { .flags = 1, .csum_start = 10, .csum_offset = 0xffff }, JK_DROP_VNET_CSUM },
 		{ { .gso_type = JK_VNET_GSO_TCPV4, .gso_size = MSS }, JK_DROP_VNET_CSUM },  /* no NEEDS_CSUM */
-		{ { .gso_type = JK_VNET_GSO_TCPV4, .flags = 1, .gso_size = 8, .csum_start = 34, .csum_offset = 16 },
+		{ { .gso_type = JK_VNET_GSO_TCPV4, .flags = 1, .gso_size = 0, .csum_start = 34, .csum_offset = 16 },
 		  JK_DROP_VNET_GSO },
+		{ { .gso_type = JK_VNET_GSO_TCPV4, .flags = 1, .gso_size = 4, .csum_start = 34, .csum_offset = 16 },
+		  JK_DROP_VNET_GSO },                                            /* over JK_GSO_SEGS_MAX segments */
 		{ { .gso_type = JK_VNET_GSO_TCPV4, .flags = 1, .gso_size = MSS, .csum_start = 30, .csum_offset = 16 },
 		  JK_DROP_VNET_CSUM },                                           /* not at the L4 header */
 		{ { .gso_type = JK_VNET_GSO_UDP_L4, .flags = 1, .gso_size = MSS, .csum_start = 34, .csum_offset = 6 },
@@ -606,7 +645,7 @@ static void udp_length_not_payload_dropped(void **state)
 /* Finding 2 under GSO: a USO super-frame of 1000-byte "ACK" segments whose
  * UDP length claims 28 was judged by that field before the GSO check
  * rewrote it.  Refused; with an honest length its segments are data (no
- * segment of at least JK_GSO_SIZE_MIN bytes is an ACK), under the quota. */
+ * segment is control), under the quota. */
 static void gso_control_judged_by_segments(void **state)
 {
 	struct env *env = *state;
@@ -646,6 +685,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		T(tso_cut_byte_exact),
 		T(uso_cut_byte_exact),
+		T(uso_small_segments_cut),
 		T(partial_checksum_completed),
 		T(bad_headers_dropped_by_reason),
 		T(tcp_read_coalesces_and_cuts_back),
