@@ -19,7 +19,8 @@ $(RNIC_XFER): $(BUILD)/obj/tests/rnic/rnic_xfer.o $(JK_TOOLS_LIB) $(RNIC_LIB)
 RNIC_FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -g -O1 -Wall -Wextra -Wno-unused-parameter -Isrc \
                     -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
                     -fno-omit-frame-pointer
-RNIC_FUZZ := build-fuzz/fuzz-rnic-rcv build-fuzz/fuzz-rnic-text build-fuzz/fuzz-rnic-exch
+RNIC_FUZZ := build-fuzz/fuzz-rnic-rcv build-fuzz/fuzz-rnic-text build-fuzz/fuzz-rnic-exch \
+             build-fuzz/fuzz-rnic-cm
 fuzz: $(RNIC_FUZZ)
 
 RNIC_FUZZ_SRCS := $(wildcard src/rnic/*.c) src/util/units.c
@@ -35,3 +36,7 @@ build-fuzz/fuzz-rnic-text: tests/rnic/fuzz-rnic-text.c src/tools/jk_exch.c $(RNI
 build-fuzz/fuzz-rnic-exch: tests/rnic/fuzz-rnic-exch.c src/tools/jk_exch.c $(wildcard src/tools/*.h src/rnic/*.h)
 	@mkdir -p $(dir $@)
 	clang $(RNIC_FUZZ_CFLAGS) $< src/tools/jk_exch.c -o $@
+
+build-fuzz/fuzz-rnic-cm: tests/rnic/fuzz-rnic-cm.c src/rnic/cm_mad.c src/rnic/cm_mad.h
+	@mkdir -p $(dir $@)
+	clang $(RNIC_FUZZ_CFLAGS) $< src/rnic/cm_mad.c -o $@
