@@ -265,6 +265,15 @@ struct rnic_qp_attr {
 
 int  rnic_create_qp(struct rnic_pd *pd, const struct rnic_qp_init_attr *init,
 		    struct rnic_qp **out);
+/* QP 1, the General Services Interface QP that carries Communication
+ * Management MADs: a UD QP numbered 1 whose Q_Key is RNIC_GSI_QKEY (rxe
+ * drops QP 1 packets with any other).  One per device; -EBUSY for a
+ * second.  Every process on an interface that opens one receives every
+ * MAD sent to the address. */
+#define RNIC_GSI_QPN  1u
+#define RNIC_GSI_QKEY 0x80010000u
+int  rnic_create_gsi_qp(struct rnic_pd *pd, const struct rnic_qp_init_attr *init,
+			struct rnic_qp **out);
 int  rnic_destroy_qp(struct rnic_qp *qp);
 int  rnic_modify_qp(struct rnic_qp *qp, const struct rnic_qp_attr *attr,
 		    int attr_mask);

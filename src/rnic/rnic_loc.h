@@ -134,6 +134,7 @@ struct rnic_qp {
 	struct rnic_pd *pd;
 	struct rnic_cq *scq, *rcq;
 	uint32_t qpn;
+	uint32_t slot;                /* its index in dev->qp[] */
 	enum rnic_qp_type type;
 	enum rnic_qp_state state;
 	struct rnic_qp_attr attr;     /* as last modified */
@@ -247,6 +248,7 @@ struct rnic_dev {
 	int rx_fd;                    /* AF_PACKET on the interface; receive path (see rnic_net.c) */
 
 	struct rnic_qp *qp[RNIC_MAX_QP];
+	struct rnic_qp *gsi;          /* QP 1, also in qp[] (rnic_create_gsi_qp) */
 	int qp_end;                   /* one past the highest slot in use: what progress scans */
 	uint32_t qpn_base;            /* QPN of qp[0]: see rnic_dev.c */
 	struct rnic_mr *mr[RNIC_MAX_MR];

@@ -107,8 +107,8 @@ static const struct qp_trans qp_trans[RNIC_QPS_COUNT][RNIC_QPS_COUNT] = {
 	},
 };
 
-int rnic_create_qp(struct rnic_pd *pd, const struct rnic_qp_init_attr *init,
-		   struct rnic_qp **out)
+static int create_qp(struct rnic_pd *pd, const struct rnic_qp_init_attr *init, int gsi,
+		     struct rnic_qp **out)
 {
 	struct rnic_dev *dev = pd->dev;
 	const struct rnic_qp_cap *cap = &init->cap;
@@ -151,13 +151,18 @@ int rnic_create_qp(struct rnic_pd *pd, const struct rnic_qp_init_attr *init,
 	qp->srq = init->srq;
 	if (qp->srq)
 		qp->srq->refs++;
-	qp->qpn = dev->qpn_base + i;
+	qp->qpn = gsi ? RNIC_GSI_QPN : dev->qpn_base + i;
+	qp->slot = i;
 	qp->type = init->qp_type;
 	qp->state = RNIC_QPS_RESET;
 	if (qp->type == RNIC_QPT_UD)   /* a datagram is one packet of up to the device's MTU */
 		qp->mtu = (uint32_t)rnic_mtu_bytes(dev->active_mtu);
 	qp->window = dev->window ? dev->window : RNIC_WINDOW_MIN;
 	dev->qp[i] = qp;
+	if (gsi) {
+		dev->gsi = qp;
+		qp->attr.qkey = RNIC_GSI_QKEY;
+	}
 	if ((uint32_t)dev->qp_end <= i)
 		dev->qp_end = (int)i + 1;
 	pd->refs++;
@@ -167,12 +172,32 @@ int rnic_create_qp(struct rnic_pd *pd, const struct rnic_qp_init_attr *init,
 	return 0;
 }
 
+int rnic_create_qp(struct rnic_pd *pd, const struct rnic_qp_init_attr *init,
+		   struct rnic_qp **out)
+{
+	return create_qp(pd, init, 0, out);
+}
+
+/* QP 1 takes a slot like any QP (progress scans the slots) and answers to
+ * its number through dev->gsi (rnic_recv.c's lookup). */
+int rnic_create_gsi_qp(struct rnic_pd *pd, const struct rnic_qp_init_attr *init,
+		       struct rnic_qp **out)
+{
+	if (init->qp_type != RNIC_QPT_UD || init->srq)
+		return -EINVAL;
+	if (pd->dev->gsi)
+		return -EBUSY;
+	return create_qp(pd, init, 1, out);
+}
+
 void rnic_qp_release(struct rnic_qp *qp)
 {
 	struct rnic_dev *dev = qp->dev;
 
-	if (dev && dev->qp[qp->qpn - dev->qpn_base] == qp) {
-		dev->qp[qp->qpn - dev->qpn_base] = NULL;
+	if (dev && dev->gsi == qp)
+		dev->gsi = NULL;
+	if (dev && dev->qp[qp->slot] == qp) {
+		dev->qp[qp->slot] = NULL;
 		while (dev->qp_end > 0 && !dev->qp[dev->qp_end - 1])
 			dev->qp_end--;
 	}

@@ -15,8 +15,12 @@
 static struct rnic_qp *qp_lookup(struct rnic_dev *dev, uint32_t qpn)
 {
 	uint32_t i = qpn - dev->qpn_base;
+	struct rnic_qp *qp = i < RNIC_MAX_QP ? dev->qp[i] : NULL;
 
-	return i < RNIC_MAX_QP ? dev->qp[i] : NULL;
+	if (qpn == RNIC_GSI_QPN)
+		return dev->gsi;
+	/* (the slot may hold QP 1, whose number is not the block's) */
+	return qp && qp->qpn == qpn ? qp : NULL;
 }
 
 /* The IPv4 + UDP header of a plain frame: RoCE to us, lengths within it. */

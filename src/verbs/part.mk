@@ -6,7 +6,15 @@ VERBS_OBJS   := $(VERBS_SRCS:%.c=$(BUILD)/obj-pic/%.o)
 VERBS_LIB    := $(BUILD)/lib/verbs/libibverbs.so.1
 VERBS_CFLAGS := -std=c11 -D_GNU_SOURCE -g -O2 $(WARN) -Isrc -MMD -MP -fPIC -fvisibility=hidden
 
-BINS += $(VERBS_LIB) $(BUILD)/bin/jakiro-verbs
+# libjakiro-ucma.so: preloaded by jakiro-verbs, it answers librdmacm's
+# open("/dev/infiniband/rdma_cm") with the drop-in's in-process RDMA CM.
+UCMA_PRELOAD := $(BUILD)/lib/verbs/libjakiro-ucma.so
+
+BINS += $(VERBS_LIB) $(UCMA_PRELOAD) $(BUILD)/bin/jakiro-verbs
+
+$(UCMA_PRELOAD): src/verbs/preload/ucma_preload.c src/verbs/ucma_abi.h
+	@mkdir -p $(dir $@)
+	$(CC) $(filter-out -MMD -MP,$(VERBS_CFLAGS)) -shared -o $@ $< -Wl,-z,defs -ldl
 
 $(BUILD)/obj-pic/%.o: %.c
 	@mkdir -p $(dir $@)

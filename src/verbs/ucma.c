@@ -1,0 +1,881 @@
+/* ucma.c — the rdma_cm device's commands, as the kernel's rdma_ucm module
+ * answers them (ucma_write), for Debian's unmodified librdmacm.
+ *
+ * Every command is one write(): a header {cmd, in, out} and a body whose
+ * response pointer (a user address) gets the reply.  A good command
+ * returns len; a bad one -1 with errno, and changes nothing.  Ids are
+ * numbered from 0 upward (lowest free), events queue per file in order,
+ * and GET_EVENT blocks unless the file is non-blocking.
+ *
+ * librdmacm's start-up probe binds an AF_IB address: we refuse it, so it
+ * uses the IPv4 command set (BIND_IP, RESOLVE_IP, QUERY_ROUTE), which
+ * carries the same meaning in fewer commands (docs/verbs.md).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#include <infiniband/verbs.h>
+
+#include "verbs/ucma_abi.h"
+#include "verbs/ucma_loc.h"
+#include "verbs/verbs_loc.h"
+
+pthread_mutex_t ucma_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static struct ucma_id **ids;          /* by handle */
+static uint32_t ids_cap;
+static struct ucma_file *files;
+
+/* ---- ids and events ------------------------------------------------------ */
+
+struct ucma_id *ucma_id_new(struct ucma_file *f, uint16_t ps, uint8_t qp_type)
+{
+	struct ucma_id *id;
+	uint32_t h;
+
+	for (h = 0; h < ids_cap && ids[h]; h++)
+		;
+	if (h == ids_cap) {
+		uint32_t cap = ids_cap ? ids_cap * 2 : 64;
+		struct ucma_id **n;
+
+		if (cap > UCMA_MAX_IDS || !(n = realloc(ids, cap * sizeof(*n))))
+			return NULL;
+		memset(n + ids_cap, 0, (cap - ids_cap) * sizeof(*n));
+		ids = n;
+		ids_cap = cap;
+	}
+	id = calloc(1, sizeof(*id));
+	if (!id)
+		return NULL;
+	id->handle = h;
+	id->file = f;
+	id->ps = ps;
+	id->qp_type = qp_type;
+	id->reserve_fd = -1;
+	id->src.sin_family = AF_INET;
+	id->dst.sin_family = AF_INET;
+	if (getrandom(&id->seq_num, sizeof(id->seq_num), 0) != sizeof(id->seq_num))
+		id->seq_num = (uint32_t)ucma_now_ns();
+	id->seq_num &= 0xffffff;
+	ids[h] = id;
+	return id;
+}
+
+void ucma_id_free(struct ucma_id *id)
+{
+	ucma_release(id);
+	ids[id->handle] = NULL;
+	free(id);
+}
+
+struct ucma_id *ucma_id_each(uint32_t *cursor)
+{
+	while (*cursor < ids_cap) {
+		struct ucma_id *id = ids[(*cursor)++];
+
+		if (id)
+			return id;
+	}
+	return NULL;
+}
+
+static struct ucma_id *id_get(struct ucma_file *f, uint32_t handle, int *err)
+{
+	struct ucma_id *id = handle < ids_cap ? ids[handle] : NULL;
+
+	*err = 0;
+	if (!id || id->state == ID_DESTROYING)
+		*err = ENOENT;
+	else if (id->file != f)
+		*err = EINVAL;
+	return *err ? NULL : id;
+}
+
+struct ucma_event *ucma_event_new(struct ucma_id *id, int event, int status)
+{
+	struct ucma_event *ev = calloc(1, sizeof(*ev));
+
+	if (!ev)
+		return NULL;
+	ev->id = id;
+	ev->resp.uid = id->uid;
+	ev->resp.id = id->handle;
+	ev->resp.event = (uint32_t)event;
+	ev->resp.status = (uint32_t)status;
+	return ev;
+}
+
+/* The file's fd is readable while events wait.  (eventfd_write and
+ * eventfd_read: a write() from here would be the preloaded one, which
+ * takes this fd for a command.) */
+static void fd_signal(int fd, int on)
+{
+	eventfd_t v;
+
+	if (on)
+		(void)eventfd_write(fd, 1);
+	else
+		(void)eventfd_read(fd, &v);
+}
+
+void ucma_event_queue(struct ucma_file *f, struct ucma_event *ev)
+{
+	ev->next = NULL;
+	if (f->tail)
+		f->tail->next = ev;
+	else {
+		f->head = ev;
+		fd_signal(f->fd, 1);
+	}
+	f->tail = ev;
+	if (f->waiters)
+		pthread_cond_broadcast(&f->cond);
+}
+
+/* Drops the queued events of ID (being destroyed), or of every id of F
+ * (id NULL).  A CONNECT_REQUEST's child goes with it. */
+static void events_forget(struct ucma_file *f, const struct ucma_id *id)
+{
+	struct ucma_event **pp = &f->head, *ev;
+	int had = f->head != NULL;   /* the fd's counter is 1 exactly while events wait */
+
+	f->tail = NULL;
+	while ((ev = *pp)) {
+		if (!id || ev->id == id || ev->listener == id) {
+			*pp = ev->next;
+			if (ev->listener && ev->id != id && ev->listener->pending_reqs > 0)
+				ev->listener->pending_reqs--;
+			if (ev->listener && ev->id != id) {
+				ucma_cm_reject(ev->id, CM_REJ_CONSUMER_DEFINED, NULL, 0);
+				ucma_id_free(ev->id);
+			}
+			free(ev);
+			continue;
+		}
+		f->tail = ev;
+		pp = &ev->next;
+	}
+	if (had && !f->head)
+		fd_signal(f->fd, 0);
+}
+
+static void id_destroy(struct ucma_id *id)
+{
+	events_forget(id->file, id);
+	ucma_cm_destroy(id);
+	ucma_id_free(id);
+}
+
+/* ---- addresses and devices ---------------------------------------------- */
+
+static int sin_from6(const struct sockaddr_in6 *a6, struct sockaddr_in *out)
+{
+	const struct sockaddr_in *a4 = (const struct sockaddr_in *)a6;
+
+	if (a4->sin_family != AF_INET)
+		return a4->sin_family == AF_INET6 ? EAFNOSUPPORT : EINVAL;
+	*out = *a4;
+	return 0;
+}
+
+/* Binds ID to SRC (address any or one of ours; port 0: ephemeral). */
+static int bind_addr(struct ucma_id *id, const struct sockaddr_in *src)
+{
+	struct ucma_port *p = NULL;
+	int err;
+
+	if (id->state != ID_IDLE)
+		return EINVAL;
+	if (src->sin_addr.s_addr != INADDR_ANY) {
+		err = ucma_port_for_ip(src->sin_addr.s_addr, &p);
+		if (err)
+			return err;
+	}
+	id->src.sin_addr = src->sin_addr;
+	err = ucma_reserve(id, ntohs(src->sin_port));
+	if (err)
+		return err;
+	id->port = p;
+	id->state = ID_ADDR_BOUND;
+	return 0;
+}
+
+/* ---- commands ------------------------------------------------------------ */
+
+static int copy_out(uint64_t response, const void *v, size_t len, uint16_t out)
+{
+	if (!response)
+		return EFAULT;
+	memcpy((void *)(uintptr_t)response, v, len < out ? len : out);
+	return 0;
+}
+
+static int cmd_create_id(struct ucma_file *f, const void *body, uint16_t out)
+{
+	const struct rdma_ucm_create_id *c = body;
+	struct rdma_ucm_create_id_resp r;
+	struct ucma_id *id;
+	uint8_t qp_type;
+
+	if (out < sizeof(r))
+		return ENOSPC;
+	switch (c->ps) {
+	case RDMA_PS_TCP: qp_type = IBV_QPT_RC; break;
+	case RDMA_PS_UDP: case RDMA_PS_IPOIB: qp_type = IBV_QPT_UD; break;
+	case RDMA_PS_IB: qp_type = c->qp_type; break;
+	default: return EINVAL;
+	}
+	id = ucma_id_new(f, c->ps, qp_type);
+	if (!id)
+		return ENOMEM;
+	id->uid = c->uid;
+	r.id = id->handle;
+	if (copy_out(c->response, &r, sizeof(r), out)) {
+		ucma_id_free(id);
+		return EFAULT;
+	}
+	return 0;
+}
+
+static int cmd_destroy_id(struct ucma_file *f, const void *body, uint16_t out)
+{
+	const struct rdma_ucm_destroy_id *c = body;
+	struct rdma_ucm_destroy_id_resp r;
+	struct ucma_id *id;
+	int err;
+
+	if (out < sizeof(r))
+		return ENOSPC;
+	if (!(id = id_get(f, c->id, &err)))
+		return err;
+	r.events_reported = id->events_reported;
+	id_destroy(id);
+	return copy_out(c->response, &r, sizeof(r), out);
+}
+
+static int cmd_bind_ip(struct ucma_file *f, const void *body)
+{
+	const struct rdma_ucm_bind_ip *c = body;
+	struct sockaddr_in src;
+	struct ucma_id *id;
+	int err;
+
+	if (!(id = id_get(f, c->id, &err)))
+		return err;
+	if ((err = sin_from6(&c->addr, &src)))
+		return err;
+	return bind_addr(id, &src);
+}
+
+static int cmd_bind(struct ucma_file *f, const void *body)
+{
+	const struct rdma_ucm_bind *c = body;
+	struct sockaddr_in src;
+	struct ucma_id *id;
+	int err;
+
+	if (!(id = id_get(f, c->id, &err)))
+		return err;
+	if (c->reserved || !c->addr_size)
+		return EINVAL;
+	/* AF_IB (librdmacm's probe) and IPv6: not offered */
+	if (c->addr.ss_family != AF_INET || c->addr_size != sizeof(src))
+		return EAFNOSUPPORT;
+	memcpy(&src, &c->addr, sizeof(src));
+	return bind_addr(id, &src);
+}
+
+/* Address resolution: the route lookup and the neighbour are the kernel's
+ * (the RNIC sends through a UDP socket); what is resolved here is which
+ * of our interfaces carries the destination's subnet... or, as the
+ * kernel, the source address the route gives. */
+static int resolve_ip(struct ucma_id *id, const struct sockaddr_in *src,
+		      const struct sockaddr_in *dst)
+{
+	struct ucma_event *ev;
+	uint32_t sip;
+	int err;
+
+	if (dst->sin_family != AF_INET)
+		return dst->sin_family == AF_INET6 ? EAFNOSUPPORT : EINVAL;
+	if (id->state == ID_IDLE) {
+		struct sockaddr_in any = { .sin_family = AF_INET };
+
+		if (src && src->sin_family == AF_INET)
+			any = *src;
+		if ((err = bind_addr(id, &any)))
+			return err;
+	}
+	if (id->state != ID_ADDR_BOUND)
+		return EINVAL;
+	sip = id->src.sin_addr.s_addr;
+	if (sip == INADDR_ANY) {
+		err = ucma_route_source(dst->sin_addr.s_addr, &sip);
+		if (err)
+			return err;
+	}
+	if (!id->port && (err = ucma_port_for_ip(sip, &id->port)))
+		return err;
+	ev = ucma_event_new(id, RDMA_CM_EVENT_ADDR_RESOLVED, 0);
+	if (!ev)
+		return ENOMEM;
+	id->src.sin_addr.s_addr = sip;
+	id->dst = *dst;
+	id->state = ID_ADDR_RESOLVED;
+	ucma_event_queue(id->file, ev);   /* asynchronous, as the kernel's */
+	return 0;
+}
+
+static int cmd_resolve_ip(struct ucma_file *f, const void *body)
+{
+	const struct rdma_ucm_resolve_ip *c = body;
+	struct sockaddr_in src = { 0 }, dst;
+	struct ucma_id *id;
+	int err;
+
+	if (!(id = id_get(f, c->id, &err)))
+		return err;
+	if (c->src_addr.sin6_family && (err = sin_from6(&c->src_addr, &src)))
+		return err;
+	if ((err = sin_from6(&c->dst_addr, &dst)))
+		return err;
+	return resolve_ip(id, c->src_addr.sin6_family ? &src : NULL, &dst);
+}
+
+static int cmd_resolve_addr(struct ucma_file *f, const void *body)
+{
+	const struct rdma_ucm_resolve_addr *c = body;
+	struct sockaddr_in src = { 0 }, dst;
+	struct ucma_id *id;
+	int err;
+
+	if (!(id = id_get(f, c->id, &err)))
+		return err;
+	if (c->reserved || !c->dst_size)
+		return EINVAL;
+	if (c->dst_addr.ss_family != AF_INET || c->dst_size != sizeof(dst) ||
+	    (c->src_size && (c->src_addr.ss_family != AF_INET || c->src_size != sizeof(src))))
+		return EAFNOSUPPORT;
+	memcpy(&dst, &c->dst_addr, sizeof(dst));
+	if (c->src_size)
+		memcpy(&src, &c->src_addr, sizeof(src));
+	return resolve_ip(id, c->src_size ? &src : NULL, &dst);
+}
+
+static int cmd_resolve_route(struct ucma_file *f, const void *body)
+{
+	const struct rdma_ucm_resolve_route *c = body;
+	struct ucma_event *ev;
+	struct ucma_id *id;
+	int err;
+
+	if (!(id = id_get(f, c->id, &err)))
+		return err;
+	if (!c->timeout_ms || id->state != ID_ADDR_RESOLVED || !id->port)
+		return EINVAL;
+	if (!(ev = ucma_event_new(id, RDMA_CM_EVENT_ROUTE_RESOLVED, 0)))
+		return ENOMEM;
+	id->route_set = 1;
+	id->peer_ip = id->dst.sin_addr.s_addr;
+	id->path_mtu = id->port->path_mtu;
+	id->flow_label = ((uint32_t)ntohs(id->src.sin_port) * 31 + ntohs(id->dst.sin_port)) & 0xfffff;
+	id->state = ID_ROUTE_RESOLVED;
+	ucma_event_queue(f, ev);
+	return 0;
+}
+
+static void fill_gid(uint8_t gid[16], uint32_t ip)
+{
+	memset(gid, 0, 16);
+	gid[10] = gid[11] = 0xff;
+	memcpy(gid + 12, &ip, 4);
+}
+
+void ucma_fill_path(const struct ucma_id *id, struct ib_user_path_rec *r)
+{
+	memset(r, 0, sizeof(*r));
+	fill_gid(r->sgid, id->src.sin_addr.s_addr);
+	fill_gid(r->dgid, id->dst.sin_addr.s_addr);
+	r->pkey = htons(0xffff);
+	if (!id->route_set)
+		return;
+	r->flow_label = htonl(id->flow_label);
+	r->reversible = 1;
+	r->mtu = id->path_mtu;
+	r->hop_limit = UCMA_HOP_LIMIT;
+	r->traffic_class = id->tos;
+	r->mtu_selector = r->rate_selector = r->packet_life_time_selector = 2;
+	r->packet_life_time = id->ack_timeout ? id->ack_timeout - 1 : UCMA_PACKET_LIFETIME;
+}
+
+static int cmd_query_route(struct ucma_file *f, const void *body, uint16_t out)
+{
+	const struct rdma_ucm_query *c = body;
+	struct rdma_ucm_query_route_resp r;
+	struct ucma_id *id;
+	int err;
+
+	if (!(id = id_get(f, c->id, &err)))
+		return err;
+	if (out < offsetof(struct rdma_ucm_query_route_resp, ibdev_index))
+		return ENOSPC;
+	memset(&r, 0, sizeof(r));
+	memcpy(&r.src_addr, &id->src, sizeof(id->src));
+	memcpy(&r.dst_addr, &id->dst, sizeof(id->dst));
+	if (id->port) {
+		r.node_guid = id->port->guid;
+		r.port_num = 1;
+		r.ibdev_index = id->port->ibdev_index;
+		ucma_fill_path(id, &r.ib_route[0]);
+		r.num_paths = id->route_set;
+	}
+	return copy_out(c->response, &r, sizeof(r), out);
+}
+
+static int cmd_query(struct ucma_file *f, const void *body, uint16_t out)
+{
+	const struct rdma_ucm_query *c = body;
+	struct rdma_ucm_query_addr_resp r;
+	struct ucma_id *id;
+	int err;
+
+	if (!(id = id_get(f, c->id, &err)))
+		return err;
+	if (c->option != RDMA_USER_CM_QUERY_ADDR)
+		return ENOSYS;      /* PATH and GID come with AF_IB, which we refuse */
+	if (out < offsetof(struct rdma_ucm_query_addr_resp, ibdev_index))
+		return ENOSPC;
+	memset(&r, 0, sizeof(r));
+	r.src_size = r.dst_size = sizeof(struct sockaddr_in);
+	memcpy(&r.src_addr, &id->src, sizeof(id->src));
+	memcpy(&r.dst_addr, &id->dst, sizeof(id->dst));
+	if (id->port) {
+		r.node_guid = id->port->guid;
+		r.port_num = 1;
+		r.ibdev_index = id->port->ibdev_index;
+	}
+	return copy_out(c->response, &r, sizeof(r), out);
+}
+
+static int cmd_connect(struct ucma_file *f, const void *body, uint16_t in)
+{
+	const struct rdma_ucm_connect *c = body;
+	struct ucma_id *id;
+	int err;
+
+	if (in < offsetof(struct rdma_ucm_connect, reserved))
+		return EINVAL;
+	if (!(id = id_get(f, c->id, &err)))
+		return err;
+	if (!c->conn_param.valid || id->state != ID_ROUTE_RESOLVED)
+		return EINVAL;
+	return ucma_cm_connect(id, &c->conn_param);
+}
+
+static int cmd_listen(struct ucma_file *f, const void *body)
+{
+	const struct rdma_ucm_listen *c = body;
+	struct ucma_id *id;
+	int err;
+
+	if (!(id = id_get(f, c->id, &err)))
+		return err;
+	if (id->state == ID_IDLE) {
+		struct sockaddr_in any = { .sin_family = AF_INET };
+
+		if ((err = bind_addr(id, &any)))
+			return err;
+	}
+	if (id->state != ID_ADDR_BOUND)
+		return EINVAL;
+	id->backlog = (c->backlog <= 0 || c->backlog > UCMA_MAX_BACKLOG) ? UCMA_MAX_BACKLOG
+									   : (int)c->backlog;
+	id->state = ID_LISTEN;
+	return 0;
+}
+
+static int cmd_accept(struct ucma_file *f, const void *body, uint16_t in)
+{
+	const struct rdma_ucm_accept *c = body;
+	struct ucma_id *id;
+	int err;
+
+	if (in < offsetof(struct rdma_ucm_accept, reserved))
+		return EINVAL;
+	if (!(id = id_get(f, c->id, &err)))
+		return err;
+	if (id->state != ID_CONNECT)
+		return EINVAL;
+	if (!c->conn_param.valid)
+		return ucma_cm_establish(id);     /* the active side's RTU */
+	err = ucma_cm_accept(id, &c->conn_param);
+	if (!err)
+		id->uid = c->uid;
+	return err;
+}
+
+static int cmd_reject(struct ucma_file *f, const void *body)
+{
+	const struct rdma_ucm_reject *c = body;
+	struct ucma_id *id;
+	uint8_t reason = c->reason ? c->reason : CM_REJ_CONSUMER_DEFINED;
+	int err;
+
+	if (!(id = id_get(f, c->id, &err)))
+		return err;
+	if (reason != CM_REJ_CONSUMER_DEFINED && reason != CM_REJ_VENDOR_OPTION_NOT_SUPPORTED)
+		return EINVAL;
+	return ucma_cm_reject(id, reason, c->private_data, c->private_data_len);
+}
+
+static int cmd_disconnect(struct ucma_file *f, const void *body)
+{
+	const struct rdma_ucm_disconnect *c = body;
+	struct ucma_id *id;
+	int err;
+
+	if (!(id = id_get(f, c->id, &err)))
+		return err;
+	return ucma_cm_disconnect(id);
+}
+
+static int cmd_init_qp_attr(struct ucma_file *f, const void *body, uint16_t out)
+{
+	const struct rdma_ucm_init_qp_attr *c = body;
+	struct ib_uverbs_qp_attr a;
+	struct ucma_id *id;
+	int err;
+
+	if (out < sizeof(a))
+		return ENOSPC;
+	if (!(id = id_get(f, c->id, &err)))
+		return err;
+	if (c->qp_state > IBV_QPS_ERR || !id->port)
+		return EINVAL;
+	memset(&a, 0, sizeof(a));
+	if ((err = ucma_cm_init_qp_attr(id, c->qp_state, &a)))
+		return err;
+	return copy_out(c->response, &a, sizeof(a), out);
+}
+
+static void file_free(struct ucma_file *f)
+{
+	pthread_cond_destroy(&f->cond);
+	free(f);
+}
+
+static int cmd_get_event(struct ucma_file *f, const void *body, uint16_t out)
+{
+	const struct rdma_ucm_get_event *c = body;
+	struct ucma_event *ev;
+
+	if (out < offsetof(struct rdma_ucm_event_resp, reserved))
+		return ENOSPC;
+	while (!f->head) {
+		int fl = fcntl(f->fd, F_GETFL);
+
+		if (fl >= 0 && (fl & O_NONBLOCK))
+			return EAGAIN;
+		f->waiters++;
+		pthread_cond_wait(&f->cond, &ucma_lock);
+		f->waiters--;
+		if (f->closing) {         /* closed under us: the last waiter frees it */
+			if (!f->waiters)
+				file_free(f);
+			return EBADF;
+		}
+	}
+	ev = f->head;
+	if (copy_out(c->response, &ev->resp, sizeof(ev->resp), out))
+		return EFAULT;
+	f->head = ev->next;
+	if (!f->head) {
+		f->tail = NULL;
+		fd_signal(f->fd, 0);
+	}
+	if (ev->listener) {     /* the child is the application's now */
+		ev->listener->events_reported++;
+		if (ev->listener->pending_reqs > 0)
+			ev->listener->pending_reqs--;
+		ev->id->listener = NULL;
+	} else {
+		ev->id->events_reported++;
+	}
+	free(ev);
+	return 0;
+}
+
+static int cmd_set_option(struct ucma_file *f, const void *body)
+{
+	const struct rdma_ucm_set_option *c = body;
+	const void *v = (const void *)(uintptr_t)c->optval;
+	struct ucma_id *id;
+	int err, i;
+
+	if (!(id = id_get(f, c->id, &err)))
+		return err;
+	if (c->level != RDMA_OPTION_ID)
+		return ENOSYS;
+	switch (c->optname) {
+	case RDMA_OPTION_ID_TOS:
+		if (c->optlen != 1 || !v)
+			return EINVAL;
+		id->tos = *(const uint8_t *)v;
+		return 0;
+	case RDMA_OPTION_ID_REUSEADDR:
+	case RDMA_OPTION_ID_AFONLY:
+		if (c->optlen != sizeof(int) || !v)
+			return EINVAL;
+		memcpy(&i, v, sizeof(i));
+		if (c->optname == RDMA_OPTION_ID_REUSEADDR) {
+			if (id->state != ID_IDLE && !(i && id->state != ID_LISTEN))
+				return EINVAL;
+			id->reuseaddr = !!i;
+		} else {
+			if (id->state != ID_IDLE && id->state != ID_ADDR_BOUND)
+				return EINVAL;
+			id->afonly = !!i;
+		}
+		return 0;
+	case RDMA_OPTION_ID_ACK_TIMEOUT:
+		if (c->optlen != 1 || !v || id->qp_type != IBV_QPT_RC)
+			return EINVAL;
+		id->ack_timeout = *(const uint8_t *)v;
+		return 0;
+	}
+	return ENOSYS;
+}
+
+static int cmd_notify(struct ucma_file *f, const void *body)
+{
+	const struct rdma_ucm_notify *c = body;
+	struct ucma_id *id;
+	int err;
+
+	if (!(id = id_get(f, c->id, &err)))
+		return err;
+	if (!id->port || id->cm == CM_IDLE)
+		return EINVAL;
+	if (c->event == IBV_EVENT_COMM_EST && id->cm == CM_REP_SENT)
+		return ucma_cm_establish(id);
+	return 0;
+}
+
+static struct ucma_file *file_of(int fd)
+{
+	for (struct ucma_file *f = files; f; f = f->next)
+		if (f->fd == fd)
+			return f;
+	return NULL;
+}
+
+static int cmd_migrate_id(struct ucma_file *f, const void *body, uint16_t out)
+{
+	const struct rdma_ucm_migrate_id *c = body;
+	struct rdma_ucm_migrate_resp r;
+	struct ucma_file *old = file_of((int)c->fd);
+	struct ucma_event **pp, *ev;
+	struct ucma_id *id;
+	int err, had;
+
+	if (out < sizeof(r))
+		return ENOSPC;
+	if (!old)
+		return ENOENT;
+	if (!(id = id_get(old, c->id, &err)))
+		return err;
+	r.events_reported = id->events_reported;
+	if ((err = copy_out(c->response, &r, sizeof(r), out)))
+		return err;
+	/* the id and its queued events move, in order */
+	had = old->head != NULL;
+	pp = &old->head;
+	old->tail = NULL;
+	while ((ev = *pp)) {
+		if (ev->id == id && !ev->listener) {
+			*pp = ev->next;
+			ucma_event_queue(f, ev);
+			continue;
+		}
+		old->tail = ev;
+		pp = &ev->next;
+	}
+	if (had && !old->head)
+		fd_signal(old->fd, 0);
+	id->file = f;
+	return 0;
+}
+
+/* ---- the device's file operations ---------------------------------------- */
+
+/* Command sizes as librdmacm sends them (in >= the kernel's minimum). */
+static const uint16_t cmd_in_min[] = {
+	[RDMA_USER_CM_CMD_CREATE_ID]     = sizeof(struct rdma_ucm_create_id),
+	[RDMA_USER_CM_CMD_DESTROY_ID]    = sizeof(struct rdma_ucm_destroy_id),
+	[RDMA_USER_CM_CMD_BIND_IP]       = sizeof(struct rdma_ucm_bind_ip),
+	[RDMA_USER_CM_CMD_RESOLVE_IP]    = sizeof(struct rdma_ucm_resolve_ip),
+	[RDMA_USER_CM_CMD_RESOLVE_ROUTE] = sizeof(struct rdma_ucm_resolve_route),
+	[RDMA_USER_CM_CMD_QUERY_ROUTE]   = sizeof(struct rdma_ucm_query),
+	[RDMA_USER_CM_CMD_CONNECT]       = offsetof(struct rdma_ucm_connect, reserved),
+	[RDMA_USER_CM_CMD_LISTEN]        = sizeof(struct rdma_ucm_listen),
+	[RDMA_USER_CM_CMD_ACCEPT]        = offsetof(struct rdma_ucm_accept, reserved),
+	[RDMA_USER_CM_CMD_REJECT]        = sizeof(struct rdma_ucm_reject),
+	[RDMA_USER_CM_CMD_DISCONNECT]    = sizeof(struct rdma_ucm_disconnect),
+	[RDMA_USER_CM_CMD_INIT_QP_ATTR]  = sizeof(struct rdma_ucm_init_qp_attr),
+	[RDMA_USER_CM_CMD_GET_EVENT]     = sizeof(struct rdma_ucm_get_event),
+	[RDMA_USER_CM_CMD_SET_OPTION]    = sizeof(struct rdma_ucm_set_option),
+	[RDMA_USER_CM_CMD_NOTIFY]        = sizeof(struct rdma_ucm_notify),
+	[RDMA_USER_CM_CMD_MIGRATE_ID]    = sizeof(struct rdma_ucm_migrate_id),
+	[RDMA_USER_CM_CMD_QUERY]         = sizeof(struct rdma_ucm_query),
+	[RDMA_USER_CM_CMD_BIND]          = offsetof(struct rdma_ucm_bind, addr) + sizeof(struct sockaddr_in),
+	[RDMA_USER_CM_CMD_RESOLVE_ADDR]  = sizeof(struct rdma_ucm_resolve_addr),
+};
+
+static int dispatch(struct ucma_file *f, uint32_t cmd, const void *body, uint16_t in,
+		    uint16_t out)
+{
+	switch (cmd) {
+	case RDMA_USER_CM_CMD_CREATE_ID:     return cmd_create_id(f, body, out);
+	case RDMA_USER_CM_CMD_DESTROY_ID:    return cmd_destroy_id(f, body, out);
+	case RDMA_USER_CM_CMD_BIND_IP:       return cmd_bind_ip(f, body);
+	case RDMA_USER_CM_CMD_BIND:          return cmd_bind(f, body);
+	case RDMA_USER_CM_CMD_RESOLVE_IP:    return cmd_resolve_ip(f, body);
+	case RDMA_USER_CM_CMD_RESOLVE_ADDR:  return cmd_resolve_addr(f, body);
+	case RDMA_USER_CM_CMD_RESOLVE_ROUTE: return cmd_resolve_route(f, body);
+	case RDMA_USER_CM_CMD_QUERY_ROUTE:   return cmd_query_route(f, body, out);
+	case RDMA_USER_CM_CMD_QUERY:         return cmd_query(f, body, out);
+	case RDMA_USER_CM_CMD_CONNECT:       return cmd_connect(f, body, in);
+	case RDMA_USER_CM_CMD_LISTEN:        return cmd_listen(f, body);
+	case RDMA_USER_CM_CMD_ACCEPT:        return cmd_accept(f, body, in);
+	case RDMA_USER_CM_CMD_REJECT:        return cmd_reject(f, body);
+	case RDMA_USER_CM_CMD_DISCONNECT:    return cmd_disconnect(f, body);
+	case RDMA_USER_CM_CMD_INIT_QP_ATTR:  return cmd_init_qp_attr(f, body, out);
+	case RDMA_USER_CM_CMD_GET_EVENT:     return cmd_get_event(f, body, out);
+	case RDMA_USER_CM_CMD_SET_OPTION:    return cmd_set_option(f, body);
+	case RDMA_USER_CM_CMD_NOTIFY:        return cmd_notify(f, body);
+	case RDMA_USER_CM_CMD_MIGRATE_ID:    return cmd_migrate_id(f, body, out);
+	}
+	return ENOSYS;   /* GET_OPTION, multicast */
+}
+
+/* JK_UCMA_TRACE=1: every command and its answer on stderr. */
+static int ucma_trace = -1;
+
+static ssize_t ucma_write(int fd, const void *buf, size_t len)
+{
+	struct rdma_ucm_cmd_hdr hdr;
+	uint64_t body[64];        /* the largest command (RESOLVE_ADDR) is 272 bytes */
+	struct ucma_file *f;
+	int err;
+
+	if (len < sizeof(hdr)) {
+		errno = EINVAL;
+		return -1;
+	}
+	memcpy(&hdr, buf, sizeof(hdr));
+	if (hdr.cmd > RDMA_USER_CM_CMD_JOIN_MCAST || hdr.in + sizeof(hdr) > len) {
+		errno = EINVAL;
+		return -1;
+	}
+	/* the body, zero-extended to what the command reads */
+	memset(body, 0, sizeof(body));
+	memcpy(body, (const uint8_t *)buf + sizeof(hdr), hdr.in < sizeof(body) ? hdr.in : sizeof(body));
+	if (hdr.cmd < sizeof(cmd_in_min) / sizeof(cmd_in_min[0]) && hdr.in < cmd_in_min[hdr.cmd] &&
+	    hdr.cmd != RDMA_USER_CM_CMD_CONNECT && hdr.cmd != RDMA_USER_CM_CMD_ACCEPT) {
+		errno = EINVAL;
+		return -1;
+	}
+	pthread_mutex_lock(&ucma_lock);
+	f = file_of(fd);
+	err = f ? dispatch(f, hdr.cmd, body, hdr.in, hdr.out) : EBADF;
+	pthread_mutex_unlock(&ucma_lock);
+	ucma_kick();
+	if (ucma_trace)
+		fprintf(stderr, "ucma: fd %d cmd %u in %u out %u: %s\n", fd, hdr.cmd, hdr.in, hdr.out,
+			err ? strerror(err) : "ok");
+	if (err) {
+		errno = err;
+		return -1;
+	}
+	return (ssize_t)len;
+}
+
+static int ucma_open(int flags)
+{
+	struct ucma_file *f;
+	int err = ucma_thread_start();
+	const char *env = getenv("JK_UCMA_TRACE");
+
+	ucma_trace = env && atoi(env) > 0;
+	if (err) {
+		errno = err;
+		return -1;
+	}
+	f = calloc(1, sizeof(*f));
+	if (!f) {
+		errno = ENOMEM;
+		return -1;
+	}
+	f->fd = eventfd(0, EFD_CLOEXEC | ((flags & O_NONBLOCK) ? EFD_NONBLOCK : 0));
+	if (f->fd < 0) {
+		free(f);
+		return -1;
+	}
+	pthread_cond_init(&f->cond, NULL);
+	pthread_mutex_lock(&ucma_lock);
+	f->next = files;
+	files = f;
+	pthread_mutex_unlock(&ucma_lock);
+	return f->fd;
+}
+
+static int ucma_close(int fd)
+{
+	struct ucma_file **pp, *f = NULL;
+	uint32_t cur = 0;
+	struct ucma_id *id;
+
+	pthread_mutex_lock(&ucma_lock);
+	for (pp = &files; *pp; pp = &(*pp)->next)
+		if ((*pp)->fd == fd) {
+			f = *pp;
+			*pp = f->next;
+			break;
+		}
+	if (f) {
+		events_forget(f, NULL);
+		while ((id = ucma_id_each(&cur)))
+			if (id->file == f)
+				id_destroy(id);
+	}
+	if (f && f->waiters) {     /* a thread blocked in GET_EVENT frees it */
+		f->closing = 1;
+		pthread_cond_broadcast(&f->cond);
+	} else if (f) {
+		file_free(f);
+	}
+	pthread_mutex_unlock(&ucma_lock);
+	ucma_kick();
+	if (!f) {
+		errno = EBADF;
+		return -1;
+	}
+	return close(fd);   /* the shim has already forgotten it: libc's close */
+}
+
+static const struct ucma_entry_points entry = {
+	.open = ucma_open, .write = ucma_write, .close = ucma_close,
+};
+
+VERBS_EXPORT const struct ucma_entry_points *jakiro_ucma_entry_points(void);
+const struct ucma_entry_points *jakiro_ucma_entry_points(void)
+{
+	return &entry;
+}

@@ -1,0 +1,422 @@
+/* ucma_port.c — the in-process RDMA CM's wire, thread and port numbers.
+ *
+ * Wire: per interface, a soft RNIC of the CM's own with QP 1 (the GSI QP):
+ * MADs leave as UD SENDs to the peer's QP 1 (inline, 256 bytes) and
+ * arrive in UCMA_RECV_BUFS posted receives.  The CM thread sleeps on the
+ * RNICs' descriptors and a kick eventfd, runs the RNICs, hands each MAD to
+ * ucma_cm.c and runs the CM's timers; commands (ucma.c) kick it after
+ * sending, so what they queued leaves at once.
+ *
+ * Port numbers are reserved per network namespace, across processes, by
+ * binding an abstract Unix socket named after the port space and port
+ * (abstract names are per network namespace): a second bind of a port is
+ * EADDRINUSE, as the kernel's, and a process that dies frees its ports.
+ * The same names tell a process whether some other process listens on a
+ * service (a REQ for it is not ours to refuse), and one process per
+ * interface holds the role of refusing REQs nobody listens to.
+ */
+#include <errno.h>
+#include <ifaddrs.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <infiniband/verbs.h>
+
+#include "verbs/ucma_loc.h"
+
+#define MAX_PORTS   8
+#define PORT_LO     32768      /* ephemeral range, as ip_local_port_range */
+#define PORT_HI     60999
+
+static struct ucma_port *ports;
+static pthread_t thread;
+static int thread_started;
+static int kick_fd = -1;
+
+uint64_t ucma_now_ns(void)
+{
+	return rnic_now_ns();
+}
+
+void ucma_kick(void)
+{
+	if (kick_fd >= 0)
+		(void)eventfd_write(kick_fd, 1);
+}
+
+/* ---- devices -------------------------------------------------------------- */
+
+static int post_recv(struct ucma_port *p, unsigned i)
+{
+	struct rnic_sge sge = {
+		.addr = (uintptr_t)(p->recv_bufs + (size_t)i * UCMA_RECV_LEN),
+		.length = UCMA_RECV_LEN, .lkey = rnic_mr_lkey(p->mr),
+	};
+	struct rnic_recv_wr wr = { .wr_id = i, .sg_list = &sge, .num_sge = 1 };
+	struct rnic_recv_wr *bad;
+
+	return rnic_post_recv(p->gsi, &wr, &bad);
+}
+
+static void port_free(struct ucma_port *p)
+{
+	if (p->gsi)
+		rnic_destroy_qp(p->gsi);
+	if (p->mr)
+		rnic_dereg_mr(p->mr);
+	if (p->cq)
+		rnic_destroy_cq(p->cq);
+	if (p->pd)
+		rnic_dealloc_pd(p->pd);
+	if (p->rnic)
+		rnic_close(p->rnic);
+	if (p->reject_fd >= 0)
+		close(p->reject_fd);
+	free(p->recv_bufs);
+	free(p);
+}
+
+/* The drop-in's device for P's interface: its GUID and index are what
+ * librdmacm matches our answers with (ibv_get_device_guid/_index). */
+static int find_verbs_device(struct ucma_port *p)
+{
+	struct ibv_device **list = ibv_get_device_list(NULL);
+	int found = 0;
+
+	if (!list)
+		return ENODEV;
+	for (int i = 0; list[i]; i++) {
+		const char *name = ibv_get_device_name(list[i]);
+
+		if (!strncmp(name, "jk_", 3) && !strcmp(name + 3, p->ifname)) {
+			p->guid = ibv_get_device_guid(list[i]);
+			p->ibdev_index = (uint32_t)ibv_get_device_index(list[i]);
+			found = 1;
+			break;
+		}
+	}
+	ibv_free_device_list(list);
+	return found ? 0 : ENODEV;
+}
+
+static int port_open(uint32_t ip, struct ucma_port **out)
+{
+	struct ucma_port *p = calloc(1, sizeof(*p));
+	struct rnic_qp_init_attr qi = { .qp_type = RNIC_QPT_UD };
+	struct rnic_qp_attr qa = { 0 };
+	struct rnic_dev_attr da;
+	char ifname[IF_NAMESIZE + 1];
+	int err;
+
+	if (!p)
+		return ENOMEM;
+	p->reject_fd = -1;
+	/* rnic_open takes an interface name: find it by address */
+	err = ucma_ifname_of(ip, ifname);
+	if (!err)
+		err = -rnic_open(ifname, &p->rnic);
+	if (!err && (err = -rnic_query_device(p->rnic, &da)) == 0) {
+		snprintf(p->ifname, sizeof(p->ifname), "%s", da.ifname);
+		p->ip = da.ipv4;
+		p->path_mtu = (uint8_t)da.active_mtu;
+	}
+	if (!err)
+		err = find_verbs_device(p);
+	if (!err)
+		err = -rnic_alloc_pd(p->rnic, &p->pd);
+	if (!err)
+		err = -rnic_create_cq(p->rnic, 2 * UCMA_RECV_BUFS + 64, &p->cq);
+	if (!err && !(p->recv_bufs = calloc(UCMA_RECV_BUFS, UCMA_RECV_LEN)))
+		err = ENOMEM;
+	if (!err)
+		err = -rnic_reg_mr(p->pd, p->recv_bufs, (size_t)UCMA_RECV_BUFS * UCMA_RECV_LEN,
+				   RNIC_ACCESS_LOCAL_WRITE, &p->mr);
+	if (!err) {
+		qi.send_cq = qi.recv_cq = p->cq;
+		qi.cap = (struct rnic_qp_cap){ .max_send_wr = 64, .max_recv_wr = UCMA_RECV_BUFS,
+					       .max_send_sge = 1, .max_recv_sge = 1,
+					       .max_inline_data = CM_MAD_LEN };
+		err = -rnic_create_gsi_qp(p->pd, &qi, &p->gsi);
+	}
+	qa.qkey = RNIC_GSI_QKEY;
+	qa.port_num = 1;
+	qa.qp_state = RNIC_QPS_INIT;
+	if (!err)
+		err = -rnic_modify_qp(p->gsi, &qa, RNIC_QP_STATE | RNIC_QP_QKEY | RNIC_QP_PKEY_INDEX |
+						      RNIC_QP_PORT);
+	qa.qp_state = RNIC_QPS_RTR;
+	if (!err)
+		err = -rnic_modify_qp(p->gsi, &qa, RNIC_QP_STATE);
+	qa.qp_state = RNIC_QPS_RTS;
+	if (!err)
+		err = -rnic_modify_qp(p->gsi, &qa, RNIC_QP_STATE | RNIC_QP_SQ_PSN);
+	for (unsigned i = 0; !err && i < UCMA_RECV_BUFS; i++)
+		err = -post_recv(p, i);
+	if (err) {
+		port_free(p);
+		return err;
+	}
+	*out = p;
+	return 0;
+}
+
+int ucma_port_for_ip(uint32_t ip, struct ucma_port **out)
+{
+	struct ucma_port *p;
+	int n = 0, err;
+
+	for (p = ports; p; p = p->next, n++)
+		if (p->ip == ip) {
+			*out = p;
+			return 0;
+		}
+	if (n == MAX_PORTS)
+		return ENOMEM;
+	if ((err = port_open(ip, &p)))
+		return err == ENODEV ? EADDRNOTAVAIL : err;
+	p->next = ports;
+	ports = p;
+	*out = p;
+	return 0;
+}
+
+int ucma_send_mad(struct ucma_port *p, uint32_t dip, const uint8_t mad[CM_MAD_LEN])
+{
+	struct rnic_sge sge = { .addr = (uintptr_t)mad, .length = CM_MAD_LEN };
+	struct rnic_send_wr wr = {
+		.sg_list = &sge, .num_sge = 1, .opcode = RNIC_WR_SEND,
+		.send_flags = RNIC_SEND_INLINE, .ud_dip = dip, .ud_qpn = CM_GSI_QPN,
+		.ud_qkey = RNIC_GSI_QKEY,
+	};
+	struct rnic_send_wr *bad;
+	int err = rnic_post_send(p->gsi, &wr, &bad);
+
+	if (!err)
+		rnic_progress_tx(p->rnic, rnic_now_ns());
+	return -err;
+}
+
+/* ---- the thread ------------------------------------------------------------ */
+
+static void port_run(struct ucma_port *p, uint64_t now)
+{
+	struct rnic_wc wc[16];
+	int n;
+
+	rnic_progress(p->rnic, now);
+	while ((n = rnic_poll_cq(p->cq, 16, wc)) > 0) {
+		for (int i = 0; i < n; i++) {
+			const uint8_t *buf;
+			uint32_t sip;
+
+			if (wc[i].opcode != RNIC_WC_RECV)
+				continue;    /* a send's completion, or its error: nothing to do */
+			buf = p->recv_bufs + (size_t)wc[i].wr_id * UCMA_RECV_LEN;
+			if (wc[i].status == RNIC_WC_SUCCESS && wc[i].byte_len >= RNIC_GRH_LEN) {
+				memcpy(&sip, buf + 20 + 12, sizeof(sip));   /* the IPv4 header's source */
+				ucma_cm_input(p, sip, buf + RNIC_GRH_LEN, wc[i].byte_len - RNIC_GRH_LEN);
+			}
+			if (post_recv(p, (unsigned)wc[i].wr_id))
+				ucma_count_drop(UCMA_DROP_no_buffers);
+		}
+	}
+}
+
+static void *thread_main(void *arg)
+{
+	(void)arg;
+	for (;;) {
+		struct pollfd pfd[MAX_PORTS + 1];
+		uint64_t now = ucma_now_ns(), due = ucma_cm_next_timer();
+		int n = 0, ms;
+		eventfd_t v;
+
+		pthread_mutex_lock(&ucma_lock);
+		for (struct ucma_port *p = ports; p; p = p->next) {
+			uint64_t d = rnic_next_due(p->rnic, now);
+
+			if (d < due)
+				due = d;
+			pfd[n++] = (struct pollfd){ .fd = rnic_fd(p->rnic), .events = POLLIN };
+		}
+		pthread_mutex_unlock(&ucma_lock);
+		pfd[n++] = (struct pollfd){ .fd = kick_fd, .events = POLLIN };
+		ms = due == UINT64_MAX ? 1000 : due <= now ? 0 : (int)((due - now) / 1000000 + 1);
+		if (ms > 1000)
+			ms = 1000;
+		if (poll(pfd, (nfds_t)n, ms) > 0 && (pfd[n - 1].revents & POLLIN))
+			(void)eventfd_read(kick_fd, &v);
+		pthread_mutex_lock(&ucma_lock);
+		now = ucma_now_ns();
+		for (struct ucma_port *p = ports; p; p = p->next) {
+			rnic_fd_error(p->rnic);
+			port_run(p, now);
+		}
+		ucma_cm_timers(now);
+		for (struct ucma_port *p = ports; p; p = p->next)
+			rnic_progress_tx(p->rnic, now);
+		pthread_mutex_unlock(&ucma_lock);
+	}
+	return NULL;
+}
+
+int ucma_thread_start(void)
+{
+	int err = 0;
+
+	pthread_mutex_lock(&ucma_lock);
+	if (!thread_started) {
+		kick_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+		if (kick_fd < 0)
+			err = errno;
+		else if ((err = pthread_create(&thread, NULL, thread_main, NULL)) == 0)
+			thread_started = 1;
+		else {
+			close(kick_fd);
+			kick_fd = -1;
+		}
+		if (!err)
+			pthread_detach(thread);
+	}
+	pthread_mutex_unlock(&ucma_lock);
+	return err;
+}
+
+/* ---- addresses --------------------------------------------------------------- */
+
+int ucma_route_source(uint32_t dip, uint32_t *sip)
+{
+	struct sockaddr_in d = { .sin_family = AF_INET, .sin_port = htons(4791),
+				 .sin_addr.s_addr = dip }, s;
+	socklen_t len = sizeof(s);
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0), err = 0;
+
+	if (fd < 0)
+		return errno;
+	if (connect(fd, (struct sockaddr *)&d, sizeof(d)) ||
+	    getsockname(fd, (struct sockaddr *)&s, &len))
+		err = errno;
+	close(fd);
+	if (!err)
+		*sip = s.sin_addr.s_addr;
+	return err;
+}
+
+/* ---- port reservations -------------------------------------------------------- */
+
+static int reserve_name(uint16_t ps, uint16_t port, const char *what)
+{
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	int len;
+
+	if (fd < 0)
+		return -errno;
+	/* abstract: a leading NUL, no file, gone with the process */
+	len = snprintf(a.sun_path + 1, sizeof(a.sun_path) - 1, "jakiro-rdma-cm/%s/%#x/%u", what,
+		       ps, port);
+	if (bind(fd, (struct sockaddr *)&a, (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + len))) {
+		int err = errno;
+
+		close(fd);
+		return -err;
+	}
+	return fd;
+}
+
+int ucma_reserve(struct ucma_id *id, uint16_t port)
+{
+	int fd;
+
+	if (port) {
+		fd = reserve_name(id->ps, port, "port");
+		if (fd < 0)
+			return -fd;
+	} else {
+		uint32_t r;
+		int tries;
+
+		if (getrandom(&r, sizeof(r), 0) != sizeof(r))
+			r = (uint32_t)ucma_now_ns();
+		for (tries = 0, fd = -EADDRINUSE; fd == -EADDRINUSE && tries <= PORT_HI - PORT_LO; tries++) {
+			port = (uint16_t)(PORT_LO + (r + (uint32_t)tries) % (PORT_HI - PORT_LO + 1));
+			fd = reserve_name(id->ps, port, "port");
+		}
+		if (fd < 0)
+			return fd == -EADDRINUSE ? EADDRNOTAVAIL : -fd;
+	}
+	id->reserve_fd = fd;
+	id->src.sin_port = htons(port);
+	return 0;
+}
+
+void ucma_release(struct ucma_id *id)
+{
+	if (id->reserve_fd >= 0)
+		close(id->reserve_fd);
+	id->reserve_fd = -1;
+}
+
+/* Whether some process of this namespace holds PORT of PS (and so, if it
+ * is not one of ours, a REQ for it is another process's). */
+int ucma_service_listened(uint32_t ip, uint16_t ps, uint16_t port)
+{
+	int fd = reserve_name(ps, port, "port");
+
+	(void)ip;
+	if (fd >= 0) {
+		close(fd);
+		return 0;
+	}
+	return fd == -EADDRINUSE;
+}
+
+/* Whether this process answers, for P's interface, the REQs nobody
+ * listens to: the first process to claim it, until it exits. */
+int ucma_reject_role(struct ucma_port *p)
+{
+	if (p->reject_fd < 0) {
+		char what[32];
+		int fd;
+
+		snprintf(what, sizeof(what), "reject-%08x", p->ip);
+		fd = reserve_name(0, 0, what);
+		if (fd >= 0)
+			p->reject_fd = fd;
+	}
+	return p->reject_fd >= 0;
+}
+
+/* ---- counters ------------------------------------------------------------------ */
+
+static uint64_t drops[UCMA_DROP_COUNT];
+
+void ucma_count_drop(enum ucma_drop why)
+{
+	drops[why]++;
+}
+
+int ucma_ifname_of(uint32_t ip, char ifname[IF_NAMESIZE + 1])
+{
+	struct ifaddrs *ifa, *i;
+	int err = EADDRNOTAVAIL;
+
+	if (getifaddrs(&ifa))
+		return errno;
+	for (i = ifa; i; i = i->ifa_next)
+		if (i->ifa_addr && i->ifa_addr->sa_family == AF_INET &&
+		    ((struct sockaddr_in *)i->ifa_addr)->sin_addr.s_addr == ip) {
+			snprintf(ifname, IF_NAMESIZE + 1, "%s", i->ifa_name);
+			err = 0;
+			break;
+		}
+	freeifaddrs(ifa);
+	return err;
+}
