@@ -175,14 +175,45 @@ static void id_destroy(struct ucma_id *id)
 
 /* ---- addresses and devices ---------------------------------------------- */
 
-static int sin_from6(const struct sockaddr_in6 *a6, struct sockaddr_in *out)
+/* An address as the soft RNIC carries it: IPv4, or IPv6's any-address
+ * and IPv4-mapped addresses (a dual-stack program binds "::"), which are
+ * IPv4 too; *v6 says the program spoke IPv6, to be answered in kind. */
+static int sin_from6(const struct sockaddr_in6 *a6, struct sockaddr_in *out, uint8_t *v6)
 {
-	const struct sockaddr_in *a4 = (const struct sockaddr_in *)a6;
+	static const uint8_t mapped[12] = { [10] = 0xff, [11] = 0xff };
 
-	if (a4->sin_family != AF_INET)
-		return a4->sin_family == AF_INET6 ? EAFNOSUPPORT : EINVAL;
-	*out = *a4;
+	if (a6->sin6_family == AF_INET) {
+		memcpy(out, a6, sizeof(*out));
+		*v6 = 0;
+		return 0;
+	}
+	if (a6->sin6_family != AF_INET6)
+		return EINVAL;
+	memset(out, 0, sizeof(*out));
+	out->sin_family = AF_INET;
+	out->sin_port = a6->sin6_port;
+	if (!memcmp(a6->sin6_addr.s6_addr, mapped, sizeof(mapped)))
+		memcpy(&out->sin_addr, a6->sin6_addr.s6_addr + 12, 4);
+	else if (!IN6_IS_ADDR_UNSPECIFIED(&a6->sin6_addr))
+		return EAFNOSUPPORT;          /* IPv6 proper: not carried */
+	*v6 = 1;
 	return 0;
+}
+
+/* ADDR in the family the id's program used. */
+static void addr_out(const struct ucma_id *id, const struct sockaddr_in *a, void *out)
+{
+	struct sockaddr_in6 a6 = { .sin6_family = AF_INET6, .sin6_port = a->sin_port };
+
+	if (!id->v6) {
+		memcpy(out, a, sizeof(*a));
+		return;
+	}
+	if (a->sin_addr.s_addr != INADDR_ANY) {
+		a6.sin6_addr.s6_addr[10] = a6.sin6_addr.s6_addr[11] = 0xff;
+		memcpy(a6.sin6_addr.s6_addr + 12, &a->sin_addr, 4);
+	}
+	memcpy(out, &a6, sizeof(a6));
 }
 
 /* Binds ID to SRC (address any or one of ours; port 0: ephemeral). */
@@ -269,7 +300,7 @@ static int cmd_bind_ip(struct ucma_file *f, const void *body)
 
 	if (!(id = id_get(f, c->id, &err)))
 		return err;
-	if ((err = sin_from6(&c->addr, &src)))
+	if ((err = sin_from6(&c->addr, &src, &id->v6)))
 		return err;
 	return bind_addr(id, &src);
 }
@@ -342,9 +373,9 @@ static int cmd_resolve_ip(struct ucma_file *f, const void *body)
 
 	if (!(id = id_get(f, c->id, &err)))
 		return err;
-	if (c->src_addr.sin6_family && (err = sin_from6(&c->src_addr, &src)))
+	if (c->src_addr.sin6_family && (err = sin_from6(&c->src_addr, &src, &id->v6)))
 		return err;
-	if ((err = sin_from6(&c->dst_addr, &dst)))
+	if ((err = sin_from6(&c->dst_addr, &dst, &id->v6)))
 		return err;
 	return resolve_ip(id, c->src_addr.sin6_family ? &src : NULL, &dst);
 }
@@ -427,8 +458,8 @@ static int cmd_query_route(struct ucma_file *f, const void *body, uint16_t out)
 	if (out < offsetof(struct rdma_ucm_query_route_resp, ibdev_index))
 		return ENOSPC;
 	memset(&r, 0, sizeof(r));
-	memcpy(&r.src_addr, &id->src, sizeof(id->src));
-	memcpy(&r.dst_addr, &id->dst, sizeof(id->dst));
+	addr_out(id, &id->src, &r.src_addr);
+	addr_out(id, &id->dst, &r.dst_addr);
 	if (id->port) {
 		r.node_guid = id->port->guid;
 		r.port_num = 1;
@@ -453,9 +484,9 @@ static int cmd_query(struct ucma_file *f, const void *body, uint16_t out)
 	if (out < offsetof(struct rdma_ucm_query_addr_resp, ibdev_index))
 		return ENOSPC;
 	memset(&r, 0, sizeof(r));
-	r.src_size = r.dst_size = sizeof(struct sockaddr_in);
-	memcpy(&r.src_addr, &id->src, sizeof(id->src));
-	memcpy(&r.dst_addr, &id->dst, sizeof(id->dst));
+	r.src_size = r.dst_size = id->v6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
+	addr_out(id, &id->src, &r.src_addr);
+	addr_out(id, &id->dst, &r.dst_addr);
 	if (id->port) {
 		r.node_guid = id->port->guid;
 		r.port_num = 1;
@@ -495,6 +526,8 @@ static int cmd_listen(struct ucma_file *f, const void *body)
 	}
 	if (id->state != ID_ADDR_BOUND)
 		return EINVAL;
+	if (id->src.sin_addr.s_addr == INADDR_ANY && (err = ucma_ports_all()))
+		return err;
 	id->backlog = (c->backlog <= 0 || c->backlog > UCMA_MAX_BACKLOG) ? UCMA_MAX_BACKLOG
 									   : (int)c->backlog;
 	id->state = ID_LISTEN;
@@ -578,19 +611,17 @@ static int cmd_get_event(struct ucma_file *f, const void *body, uint16_t out)
 
 	if (out < offsetof(struct rdma_ucm_event_resp, reserved))
 		return ENOSPC;
-	while (!f->head) {
-		int fl = fcntl(f->fd, F_GETFL);
+	/* A file closed while a thread waits here stays, empty, as the
+	 * kernel's (the write holds it): the thread waits until the process
+	 * ends, and says nothing. */
+	while (!f->head || f->closing) {
+		int fl = f->closing ? 0 : fcntl(f->fd, F_GETFL);
 
 		if (fl >= 0 && (fl & O_NONBLOCK))
 			return EAGAIN;
 		f->waiters++;
 		pthread_cond_wait(&f->cond, &ucma_lock);
 		f->waiters--;
-		if (f->closing) {         /* closed under us: the last waiter frees it */
-			if (!f->waiters)
-				file_free(f);
-			return EBADF;
-		}
 	}
 	ev = f->head;
 	if (copy_out(c->response, &ev->resp, sizeof(ev->resp), out))
@@ -855,9 +886,8 @@ static int ucma_close(int fd)
 			if (id->file == f)
 				id_destroy(id);
 	}
-	if (f && f->waiters) {     /* a thread blocked in GET_EVENT frees it */
+	if (f && f->waiters) {     /* a thread blocked in GET_EVENT keeps it */
 		f->closing = 1;
-		pthread_cond_broadcast(&f->cond);
 	} else if (f) {
 		file_free(f);
 	}

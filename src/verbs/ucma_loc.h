@@ -105,6 +105,7 @@ struct ucma_id {
 	uint8_t qp_type;              /* IBV_QPT_RC or IBV_QPT_UD */
 	enum ucma_state state;
 	struct sockaddr_in src, dst;
+	uint8_t v6;                   /* the program gave IPv6 (:: or ::ffff:a.b.c.d) */
 	struct ucma_port *port;       /* the device, once bound to an address */
 	int reserve_fd;               /* the port's reservation, or -1 */
 	uint32_t events_reported;
@@ -158,6 +159,7 @@ void ucma_event_queue(struct ucma_file *f, struct ucma_event *ev);
 
 /* ucma_port.c: devices, the wire, timers, reservations */
 int  ucma_port_for_ip(uint32_t ip, struct ucma_port **out);
+int  ucma_ports_all(void);
 /* The source address the kernel's route to DIP gives (errno on none). */
 int  ucma_route_source(uint32_t dip, uint32_t *sip);
 int  ucma_send_mad(struct ucma_port *p, uint32_t dip, const uint8_t mad[CM_MAD_LEN]);

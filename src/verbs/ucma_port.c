@@ -30,6 +30,7 @@
 #include <infiniband/verbs.h>
 
 #include "verbs/ucma_loc.h"
+#include "verbs/verbs_loc.h"
 
 #define MAX_PORTS   8
 #define PORT_LO     32768      /* ephemeral range, as ip_local_port_range */
@@ -185,6 +186,28 @@ int ucma_port_for_ip(uint32_t ip, struct ucma_port **out)
 	ports = p;
 	*out = p;
 	return 0;
+}
+
+/* A listener on the any-address hears every interface: each gets its CM
+ * port (as the kernel listens on every device). */
+int ucma_ports_all(void)
+{
+	struct ibv_device **list = ibv_get_device_list(NULL);
+	struct ucma_port *p;
+	int err = 0, n = 0;
+
+	if (!list)
+		return ENODEV;
+	for (int i = 0; list[i]; i++) {
+		const struct verbs_dev *d = (const struct verbs_dev *)list[i];
+
+		if (!ucma_port_for_ip(d->ipv4, &p))
+			n++;
+	}
+	ibv_free_device_list(list);
+	if (!n)
+		err = ENODEV;
+	return err;
 }
 
 int ucma_send_mad(struct ucma_port *p, uint32_t dip, const uint8_t mad[CM_MAD_LEN])

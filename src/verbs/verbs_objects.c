@@ -656,6 +656,40 @@ VERBS_EXPORT struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr 
 	return &ah->ah;
 }
 
+/* The address that answers a UD receive: its GRH area holds the sender's
+ * IPv4 header after 20 zero bytes (RoCE v2 over IPv4, as rxe). */
+VERBS_EXPORT int ibv_init_ah_from_wc(struct ibv_context *context, uint8_t port_num,
+				     struct ibv_wc *wc, struct ibv_grh *grh,
+				     struct ibv_ah_attr *ah_attr)
+{
+	const uint8_t *ip = (const uint8_t *)grh + 20;
+
+	if (!(wc->wc_flags & IBV_WC_GRH) || !grh || (ip[0] >> 4) != 4) {
+		errno = EINVAL;
+		return -1;
+	}
+	memset(ah_attr, 0, sizeof(*ah_attr));
+	ah_attr->is_global = 1;
+	ah_attr->port_num = port_num;
+	ah_attr->sl = wc->sl;
+	ah_attr->grh.dgid.raw[10] = ah_attr->grh.dgid.raw[11] = 0xff;
+	memcpy(ah_attr->grh.dgid.raw + 12, ip + 12, 4);      /* the sender's address */
+	ah_attr->grh.sgid_index = RNIC_GID_INDEX_V4;
+	ah_attr->grh.hop_limit = 64;
+	ah_attr->grh.traffic_class = ip[1];
+	return 0;
+}
+
+VERBS_EXPORT struct ibv_ah *ibv_create_ah_from_wc(struct ibv_pd *pd, struct ibv_wc *wc,
+						  struct ibv_grh *grh, uint8_t port_num)
+{
+	struct ibv_ah_attr a;
+
+	if (ibv_init_ah_from_wc(pd->context, port_num, wc, grh, &a))
+		return NULL;
+	return ibv_create_ah(pd, &a);
+}
+
 VERBS_EXPORT int ibv_destroy_ah(struct ibv_ah *ah)
 {
 	free(to_vah(ah));

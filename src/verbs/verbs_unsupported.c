@@ -29,20 +29,6 @@ static void *refuse_ptr(void)
 	return NULL;
 }
 
-VERBS_EXPORT int ibv_init_ah_from_wc(struct ibv_context *context, uint8_t port_num,
-				     struct ibv_wc *wc, struct ibv_grh *grh,
-				     struct ibv_ah_attr *ah_attr)
-{
-	errno = EOPNOTSUPP;
-	return -1;
-}
-
-VERBS_EXPORT struct ibv_ah *ibv_create_ah_from_wc(struct ibv_pd *pd, struct ibv_wc *wc,
-						  struct ibv_grh *grh, uint8_t port_num)
-{
-	return refuse_ptr();
-}
-
 VERBS_EXPORT int ibv_attach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)
 {
 	return EOPNOTSUPP;

@@ -1,0 +1,147 @@
+#!/usr/bin/env bash
+# librdmacm programs, unmodified, in container tenants through jakiro:
+# Debian's rdmacm-utils (rping with its data verified, ucmatose, udaddy over
+# UD/SIDR, rdma_server/rdma_client, rstream over rsockets, cmtime) between
+# tenants on two hosts, over the drop-in libibverbs and its in-process RDMA
+# CM (`jakiro-lab exec --verbs`).  Each is held to what it prints.  Also:
+# a connection to a port nobody listens on is refused (REJ, reason 8);
+# two servers of one tenant on two ports each get their own clients; a
+# server killed mid-connection leaves its port free for the next one.
+# datapaths: user ebpf
+source "$(dirname "$0")/../lib.sh"
+need python3 rping ucmatose udaddy rdma_server rdma_client rstream cmtime ss
+[ -x "$JAKIRO_BIN/jakiro-verbs" ] || { echo "# jakiro-verbs not built"; exit 77; }
+
+cat > "$WORK/topo.json" <<'JSON'
+{
+  "hosts": [ {"name": "h1", "underlay": "172.30.0.1/24"},
+             {"name": "h2", "underlay": "172.30.0.2/24"} ],
+  "vpcs":  [ {"name": "blue", "vni": 1001, "subnet": "10.0.0.0/24"} ],
+  "vnics": [ {"name": "blue1", "vpc": "blue", "host": "h1", "ip": "10.0.0.1"},
+             {"name": "blue2", "vpc": "blue", "host": "h2", "ip": "10.0.0.2"} ]
+}
+JSON
+lab_up "$WORK/topo.json" || { not_ok "lab up"; exit 1; }
+
+# The RDMA CM port PORT (TCP port space) is reserved in tenant NAME: the
+# server has bound it (the CM's reservation is an abstract Unix socket).
+cm_bound() {   # NAME PORT [PS]
+	lab exec "$1" -- ss -xa | grep -q "@jakiro-rdma-cm/port/${3:-0x106}/$2 "
+}
+
+# cm_pair NAME SERVER CLIENT PORT REGEX-CLIENT REGEX-SERVER SERVER-CMD -- CLIENT-CMD:
+# the server in the background, the client once the port is bound; both
+# must exit 0 and print what the regexes ask.
+cm_pair() {
+	local name=$1 srv=$2 cli=$3 port=$4 rc_re=$5 rs_re=$6; shift 6
+	local -a scmd=() ccmd
+	local log
+	log="$WORK/$(printf '%s' "$name" | tr -c 'A-Za-z0-9' _)"
+	while [ "$1" != -- ]; do scmd+=("$1"); shift; done
+	shift
+	ccmd=("$@")
+	lab_bg exec --verbs "$srv" -- timeout 60 "${scmd[@]}" > "$log.srv" 2>&1
+	local spid=$!
+	if ! wait_until 10 cm_bound "$srv" "$port" "${PS:-0x106}"; then
+		not_ok "$name" "server did not bind port $port: $(tail -3 "$log.srv" | tr '\n' ' ')"
+		kill $spid 2>/dev/null; wait $spid 2>/dev/null; return 1
+	fi
+	if lab exec --verbs "$cli" -- timeout 60 "${ccmd[@]}" > "$log.cli" 2>&1 &&
+	   wait $spid && grep -qE "$rc_re" "$log.cli" && grep -qE "$rs_re" "$log.srv"; then
+		ok "$name: $(grep -E "$rc_re" "$log.cli" | tail -1 | tr -s ' \t' ' ')"
+	else
+		not_ok "$name" "$(tail -n 3 "$log.cli" "$log.srv" | tr '\n' ' ')"
+		kill $spid 2>/dev/null; wait $spid 2>/dev/null
+		return 1
+	fi
+}
+
+# rping -V checks every byte of every ping it gets back.
+cm_pair "rping -V, 50 pings, server on h2" blue2 blue1 7174 "ping data: rdma-ping-49" \
+	"server ping data: rdma-ping-49" \
+	rping -s -a 10.0.0.2 -p 7174 -C 50 -V -v -- rping -c -a 10.0.0.2 -p 7174 -C 50 -V -v
+cm_pair "rping -V, server on h1 bound to the any-address" blue1 blue2 7175 "ping data: rdma-ping-9" \
+	"server ping data: rdma-ping-9" \
+	rping -s -a 0.0.0.0 -p 7175 -C 10 -V -v -- rping -c -a 10.0.0.1 -p 7175 -C 10 -V -v
+cm_pair "ucmatose, 4 connections, server on h2" blue2 blue1 7471 "^test complete" "^test complete" \
+	ucmatose -c 4 -- ucmatose -s 10.0.0.2 -c 4
+PS=0x111 cm_pair "udaddy (UD, SIDR), server on h1" blue1 blue2 7174 "^test complete" "^test complete" \
+	udaddy -- udaddy -s 10.0.0.1
+cm_pair "rdma_server / rdma_client, server on h2" blue2 blue1 7471 "rdma_client: end 0" \
+	"rdma_server: end 0" rdma_server -- rdma_client -s 10.0.0.2
+cm_pair "rstream (rsockets), 4 KiB x 1000, server on h1" blue1 blue2 7471 "^custom +4k +1k" "^custom +4k +1k" \
+	rstream -S 4096 -C 1000 -- rstream -s 10.0.0.1 -S 4096 -C 1000
+
+# cmtime: its server never exits; the client's table is the result.
+lab_bg exec --verbs blue2 -- timeout 60 cmtime > "$WORK/cmtime.srv" 2>&1
+spid=$!
+if wait_until 10 cm_bound blue2 7471 &&
+   lab exec --verbs blue1 -- timeout 60 cmtime -s 10.0.0.2 -c 200 > "$WORK/cmtime.cli" 2>&1 &&
+   grep -qE "^connect +: +[0-9.]+" "$WORK/cmtime.cli"; then
+	ok "cmtime, 200 connections: $(grep -E '^connect ' "$WORK/cmtime.cli" | tr -s ' ')"
+else
+	not_ok "cmtime, 200 connections" "$(tail -n 4 "$WORK/cmtime.cli" "$WORK/cmtime.srv" | tr '\n' ' ')"
+fi
+kill $spid 2>/dev/null; wait $spid 2>/dev/null
+
+# Nobody listens on 7999: the peer's CM refuses the REQ (REJ, invalid
+# service ID = 8) at once, rather than the client waiting out its retries.
+# The CM lives in the processes that use it: a tenant where no program
+# uses RDMA CM has nobody to answer (the client gets UNREACHABLE after the
+# kernel CM's retries); here a server on another port is running.
+lab_bg exec --verbs blue2 -- timeout 60 rping -s -a 10.0.0.2 -p 7998 -C 1 > "$WORK/rej.srv" 2>&1
+p1=$!
+out=""
+if wait_until 10 cm_bound blue2 7998; then
+	out=$(lab exec --verbs blue1 -- timeout 20 rping -c -a 10.0.0.2 -p 7999 -C 1 2>&1)
+fi
+if printf '%s\n' "$out" | grep -qE "RDMA_CM_EVENT_REJECTED, error 8"; then
+	ok "a REQ nobody listens to is refused: REJ reason 8"
+else
+	not_ok "a REQ nobody listens to is refused: REJ reason 8" "$(printf '%s' "$out" | tail -3 | tr '\n' ' ')"
+fi
+kill $p1 2>/dev/null; wait $p1 2>/dev/null
+
+# Two servers in one tenant (two processes on one interface): each REQ
+# reaches the process listening on its port.
+lab_bg exec --verbs blue2 -- timeout 60 rping -s -a 10.0.0.2 -p 7201 -C 5 -V -v > "$WORK/two1.srv" 2>&1
+p1=$!
+lab_bg exec --verbs blue2 -- timeout 60 rping -s -a 10.0.0.2 -p 7202 -C 7 -V -v > "$WORK/two2.srv" 2>&1
+p2=$!
+if wait_until 10 cm_bound blue2 7201 && wait_until 10 cm_bound blue2 7202 &&
+   lab exec --verbs blue1 -- timeout 60 rping -c -a 10.0.0.2 -p 7202 -C 7 -V -v > "$WORK/two2.cli" 2>&1 &&
+   lab exec --verbs blue1 -- timeout 60 rping -c -a 10.0.0.2 -p 7201 -C 5 -V -v > "$WORK/two1.cli" 2>&1 &&
+   wait $p1 && wait $p2 &&
+   grep -q "server ping data: rdma-ping-4" "$WORK/two1.srv" && ! grep -q "rdma-ping-5" "$WORK/two1.srv" &&
+   grep -q "server ping data: rdma-ping-6" "$WORK/two2.srv"; then
+	ok "two rping servers in one tenant, ports 7201 and 7202: each served its own client"
+else
+	not_ok "two rping servers in one tenant" "$(tail -n 2 "$WORK"/two*.cli "$WORK"/two*.srv | tr '\n' ' ')"
+	kill $p1 $p2 2>/dev/null; wait $p1 $p2 2>/dev/null
+fi
+
+# A server killed while a client is connected: its port is free again, and
+# the next server on it serves the next client.  (No `timeout` wrapper:
+# $! is rping itself, through jakiro-verbs' execs, and is killed by PID.
+# JK_UCMA_TRACE=1 prints each CM command on stderr: command 8, ACCEPT,
+# says the connection is up.)
+lab_bg exec --verbs blue2 -- env JK_UCMA_TRACE=1 rping -s -a 10.0.0.2 -p 7300 -C 1000000 > "$WORK/kill.srv" 2>&1
+p1=$!
+if wait_until 10 cm_bound blue2 7300; then
+	lab_bg exec --verbs blue1 -- rping -c -a 10.0.0.2 -p 7300 -C 1000000 > "$WORK/kill.cli" 2>&1
+	c1=$!
+	wait_until 10 grep -q "cmd 8 .*: ok" "$WORK/kill.srv" ||
+		not_ok "the server to be killed accepted its client" "$(tail -2 "$WORK/kill.srv" | tr '\n' ' ')"
+	kill -KILL $p1 2>/dev/null
+	wait $p1 2>/dev/null
+	kill -KILL $c1 2>/dev/null
+	wait $c1 2>/dev/null
+else
+	not_ok "the server to be killed bound its port" "$(tail -2 "$WORK/kill.srv" | tr '\n' ' ')"
+	kill -KILL $p1 2>/dev/null; wait $p1 2>/dev/null
+fi
+cm_pair "after a server was killed mid-connection, its port serves again" blue2 blue1 7300 \
+	"ping data: rdma-ping-2" "server ping data: rdma-ping-2" \
+	rping -s -a 10.0.0.2 -p 7300 -C 3 -V -v -- rping -c -a 10.0.0.2 -p 7300 -C 3 -V -v
+
+exit "${FAILED:-0}"
