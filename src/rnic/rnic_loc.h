@@ -23,13 +23,13 @@
 #include "rnic/rnic_dcqcn.h"
 #include "rnic/rnic_hdr.h"
 
-#define RNIC_MAX_QP          256
+#define RNIC_MAX_QP          1024      /* per device (cmtime: 1000 connections in one context) */
 #define RNIC_MAX_MR          4096
 
 #define RNIC_MAX_WR          16384
 #define RNIC_MAX_CQE         (1 << 20)
 #define RNIC_QPN_BASE        0x11
-#define RNIC_QPN_BLOCKS      0xffff      /* blocks of RNIC_MAX_QP below 2^24 */
+#define RNIC_QPN_BLOCKS      ((1u << 24) / RNIC_MAX_QP - 1)   /* blocks of RNIC_MAX_QP below 2^24 */
 #define RNIC_MAX_RD_ATOM     16      /* read requests per QP, each way */
 #define RNIC_MAX_MSG         (1u << 31)
 #define RNIC_WINDOW_BYTES    (1 << 20) /* unacknowledged data per QP (default) */

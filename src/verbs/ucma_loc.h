@@ -68,7 +68,7 @@ enum ucma_cm_state {
 struct ucma_file;
 
 /* One interface's CM: a soft RNIC and its QP 1. */
-#define UCMA_RECV_BUFS 128
+#define UCMA_RECV_BUFS 1024         /* MADs a burst may bring (cmtime: 1000 REQs at once) */
 #define UCMA_RECV_LEN  (RNIC_GRH_LEN + CM_MAD_LEN)
 struct ucma_port {
 	char ifname[IF_NAMESIZE];

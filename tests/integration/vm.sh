@@ -9,6 +9,9 @@
 #   - the same perftest/ibverbs-utils programs in the container over the
 #     drop-in libibverbs against rxe: rc_pingpong both ways, write_bw,
 #     read_bw, atomic_bw (fetch-add one way, compare-swap the other);
+#   - RDMA CM: rping -V and ucmatose between the kernel's CM in the VM and
+#     our in-process CM in the container, each side once as the server;
+#     ib_write_bw -R with the container serving;
 #   - VM <-> VM: ibv_rc_pingpong, ib_write_bw and TCP.
 # Under QEMU TCG the guests are slow: these are correctness checks, with
 # small message counts (docs/rxe-vm.md).
@@ -130,6 +133,50 @@ rdma_pair "atomic_bw fetch-add: VM (rxe) server, container (drop-in) client" vm1
 	"ib_atomic_bw $PT -n 300" "$V ib_atomic_bw -x 1 -F -n 300"
 rdma_pair "atomic_bw compare-swap: container (drop-in) server, VM (rxe) client" c2 vm1 10.0.0.2 \
 	"$V ib_atomic_bw -x 1 -F -A CMP_AND_SWAP -n 300" "ib_atomic_bw $PT -A CMP_AND_SWAP -n 300"
+
+# ---- RDMA CM: Linux's kernel CM in the VM against our in-process CM -------------
+# librdmacm programs, unmodified on both sides: in the VM over rxe and the
+# kernel's rdma_ucm, in the container over the drop-in (docs/verbs.md, "RDMA
+# CM"); each side once as the server.  A server is up when its CM listens:
+# the kernel's cm_id in LISTEN, or our port reservation.
+cm_listening() {   # NAME PORT
+	case $1 in
+	vm*) lab exec "$1" -- rdma res show cm_id | grep -qE "state LISTEN ps TCP .*src-addr [0-9.]+:$2 " ;;
+	*)   lab exec "$1" -- ss -xa | grep -q "@jakiro-rdma-cm/port/0x106/$2 " ;;
+	esac
+}
+# NAME SERVER CLIENT PORT REGEX 'SERVER CMD' 'CLIENT CMD': REGEX in both outputs.
+cm_pair() {
+	local name=$1 s=$2 c=$3 port=$4 re=$5 scmd=$6 ccmd=$7 srv rc src
+	# shellcheck disable=SC2086
+	lab_bg exec "$s" -- timeout 200 $scmd > "$WORK/cm.srv" 2>&1
+	srv=$!
+	if ! wait_until 60 cm_listening "$s" "$port"; then
+		not_ok "$name" "server did not listen: $(tail -3 "$WORK/cm.srv" | tr '\n' ' ')"
+		kill $srv; wait $srv
+		return
+	fi
+	# shellcheck disable=SC2086
+	lab exec "$c" -- timeout 180 $ccmd > "$WORK/cm.cli" 2>&1
+	rc=$?
+	wait $srv
+	src=$?
+	if [ $rc -eq 0 ] && [ $src -eq 0 ] && grep -qE "$re" "$WORK/cm.cli" && grep -qE "$re" "$WORK/cm.srv"; then
+		ok "$name: $(grep -hE "$re" "$WORK/cm.cli" | tail -1 | tr -s ' ')"
+	else
+		not_ok "$name" "client $rc, server $src: $(tail -3 "$WORK/cm.cli" "$WORK/cm.srv" | tr '\n' ' ')"
+	fi
+}
+cm_pair "rping -V: VM (kernel CM) server, container (our CM) client" vm1 c2 7174 "ping data: rdma-ping-9" \
+	"rping -s -a 10.0.0.1 -p 7174 -C 10 -V -v" "$V rping -c -a 10.0.0.1 -p 7174 -C 10 -V -v"
+cm_pair "rping -V: container (our CM) server, VM (kernel CM) client" c2 vm1 7175 "ping data: rdma-ping-9" \
+	"$V rping -s -a 10.0.0.2 -p 7175 -C 10 -V -v" "rping -c -a 10.0.0.2 -p 7175 -C 10 -V -v"
+cm_pair "ucmatose, 2 connections: VM server, container client" vm1 c2 7471 "^test complete" \
+	"ucmatose -c 2" "$V ucmatose -s 10.0.0.1 -c 2"
+cm_pair "ucmatose, 2 connections: container server, VM client" c2 vm1 7471 "^test complete" \
+	"$V ucmatose -c 2" "ucmatose -s 10.0.0.2 -c 2"
+cm_pair "ib_write_bw -R (connected by RDMA CM): container server, VM client" c2 vm1 18515 "^ 65536 +300 " \
+	"$V ib_write_bw -R -s 65536 -n 300" "ib_write_bw -R -d rxe0 -s 65536 -n 300 10.0.0.2"
 
 # ---- VM <-> VM across hosts -----------------------------------------------------
 rdma_pair "rc_pingpong: VM <-> VM across hosts" vm2 vm1 10.0.0.3 \

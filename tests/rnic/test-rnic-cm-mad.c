@@ -24,6 +24,7 @@
 
 #include <cmocka.h>
 
+#include "cm_kernel_capture.h"
 #include "rnic/cm_mad.h"
 #include "roce_frame.h"
 
@@ -769,6 +770,54 @@ static void test_real_rxe(void **state)
 	assert_int_equal(m.dreq.remote_qpn, 0xdeaded);
 }
 
+/* Linux 6.1's kernel CM (rxe in a lab VM) against our in-process CM,
+ * through jakiro: every MAD parses, rebuilds to the same 256 bytes, and
+ * the five carry one connection (tests/rnic/cm_kernel_capture.h). */
+static void test_real_kernel_vm(void **state)
+{
+	const uint8_t *mads[] = { kernel_req, kernel_rep, kernel_rtu, kernel_dreq, kernel_drep };
+	const uint16_t attrs[] = { CM_ATTR_REQ, CM_ATTR_REP, CM_ATTR_RTU, CM_ATTR_DREQ, CM_ATTR_DREP };
+	static const uint8_t gid1[16] = { [10] = 0xff, [11] = 0xff, 10, 0, 0, 1 };
+	static const uint8_t gid2[16] = { [10] = 0xff, [11] = 0xff, 10, 0, 0, 2 };
+	struct cm_msg m[5];
+	struct cm_cma_hdr cma;
+	enum cm_mad_error why;
+	uint8_t again[CM_MAD_LEN];
+
+	for (int i = 0; i < 5; i++) {
+		assert_int_equal(cm_mad_parse(mads[i], CM_MAD_LEN, &m[i], &why), 0);
+		assert_int_equal(m[i].hdr.attr_id, attrs[i]);
+		assert_int_equal(cm_mad_build(&m[i], again), 0);
+		assert_memory_equal(again, mads[i], CM_MAD_LEN);
+	}
+	/* the kernel's REQ */
+	assert_int_equal(m[0].req.service_id, cm_service_id(CM_PS_TCP, 7174));
+	assert_int_equal(m[0].req.transport_type, CM_TRANSPORT_RC);
+	assert_int_equal(m[0].req.max_cm_retries, 15);
+	assert_int_equal(m[0].req.remote_cm_response_timeout, 20);
+	assert_int_equal(m[0].req.pkey, 0xffff);
+	assert_int_equal(m[0].req.primary.local_lid, 0xffff);
+	assert_int_equal(m[0].req.primary.remote_lid, 0xffff);
+	assert_memory_equal(m[0].req.primary.local_gid, gid1, 16);
+	assert_memory_equal(m[0].req.primary.remote_gid, gid2, 16);
+	assert_int_equal(m[0].req.primary.hop_limit, 64);
+	assert_int_equal(cm_cma_hdr_parse(m[0].req.private_data, CM_REQ_PRIVATE_LEN, &cma), 0);
+	assert_int_equal(cma.ip_version, 4);
+	assert_memory_equal(cma.src_addr + 12, gid1 + 12, 4);
+	assert_memory_equal(cma.dst_addr + 12, gid2 + 12, 4);
+	/* our REP answers it, the kernel's RTU and DREQ name both ends, our DREP too */
+	assert_int_equal(m[1].rep.remote_comm_id, m[0].req.local_comm_id);
+	assert_int_equal(m[1].hdr.tid, m[0].hdr.tid);
+	assert_int_equal(m[1].rep.target_ack_delay, 15);
+	assert_int_equal(m[2].rtu.local_comm_id, m[0].req.local_comm_id);
+	assert_int_equal(m[2].rtu.remote_comm_id, m[1].rep.local_comm_id);
+	assert_int_equal(m[3].dreq.local_comm_id, m[0].req.local_comm_id);
+	assert_int_equal(m[3].dreq.remote_comm_id, m[1].rep.local_comm_id);
+	assert_int_equal(m[3].dreq.remote_qpn, m[1].rep.local_qpn);
+	assert_int_equal(m[4].drep.local_comm_id, m[1].rep.local_comm_id);
+	assert_int_equal(m[4].drep.remote_comm_id, m[0].req.local_comm_id);
+}
+
 static void test_real_connectx(void **state)
 {
 	struct real_frame fr;
@@ -1064,6 +1113,7 @@ int main(void)
 		cmocka_unit_test(test_truncated_req),
 		cmocka_unit_test(test_real_rxe),
 		cmocka_unit_test(test_real_connectx),
+		cmocka_unit_test(test_real_kernel_vm),
 		cmocka_unit_test(test_cma_hdr),
 		cmocka_unit_test(test_service_id),
 		cmocka_unit_test(test_tshark_decodes),

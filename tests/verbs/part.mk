@@ -6,3 +6,11 @@ UNIT_TESTS += $(VERBS_TEST)
 $(VERBS_TEST): $(BUILD)/obj/tests/verbs/test-verbs.o $(VERBS_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $< $(VERBS_LIB) -Wl,-rpath,$(abspath $(dir $(VERBS_LIB))) -lcmocka
+
+# libFuzzer target (make fuzz): the in-process RDMA CM's state machine fed
+# MADs from the wire, its own wire replaced by the harness.
+UCMA_FUZZ_SRCS := src/verbs/ucma.c src/verbs/ucma_cm.c src/rnic/cm_mad.c
+fuzz: build-fuzz/fuzz-ucma
+build-fuzz/fuzz-ucma: tests/verbs/fuzz-ucma.c $(UCMA_FUZZ_SRCS) $(wildcard src/verbs/*.h src/rnic/*.h)
+	@mkdir -p $(dir $@)
+	clang $(RNIC_FUZZ_CFLAGS) $< $(UCMA_FUZZ_SRCS) -lpthread -o $@
