@@ -396,6 +396,21 @@ static struct ucma_id *child_for(struct ucma_id *l, struct ucma_port *p, uint32_
 	return c;
 }
 
+/* The kernel's answer to a REQ resent while its application is still
+ * deciding: wait longer (service timeout 24: 4.096 us << 24, about 69 s,
+ * as the kernel's CMA_CM_MRA_SETTING). */
+static void send_mra(struct ucma_id *c)
+{
+	struct cm_msg m;
+
+	cm_msg_init(&m, CM_ATTR_MRA, c->tid);
+	m.mra.local_comm_id = c->local_comm_id;
+	m.mra.remote_comm_id = c->remote_comm_id;
+	m.mra.msg_mraed = CM_MSG_REQ;
+	m.mra.service_timeout = UCMA_MRA_SERVICE_TIMEOUT;
+	(void)send_msg(c, &m, 0);
+}
+
 static void req_input(struct ucma_port *p, uint32_t sip, const struct cm_msg *m)
 {
 	const struct cm_req *req = &m->req;
@@ -405,10 +420,12 @@ static void req_input(struct ucma_port *p, uint32_t sip, const struct cm_msg *m)
 	uint16_t src_port;
 	int refuse;
 
-	while ((c = ucma_id_each(&cur)))       /* a REQ resent: our REP may be lost */
+	while ((c = ucma_id_each(&cur)))       /* a REQ resent */
 		if (c->cm != CM_IDLE && c->remote_comm_id == req->local_comm_id && c->peer_ip == sip) {
-			if (c->cm == CM_REP_SENT)
+			if (c->cm == CM_REP_SENT)          /* our REP may be lost */
 				(void)ucma_send_mad(c->port, c->peer_ip, c->mad);
+			else if (c->cm == CM_REQ_RCVD)     /* the application has not answered yet */
+				send_mra(c);
 			return;
 		}
 	if (req->transport_type != CM_TRANSPORT_RC) {

@@ -37,6 +37,7 @@
 #define UCMA_CM_RESPONSE_TIMEOUT 20     /* 4.096 us << 20 = 4.3 s, in the REQ */
 #define UCMA_PACKET_LIFETIME    18
 #define UCMA_ACK_DELAY          15      /* our local_ca_ack_delay (verbs_device.c) */
+#define UCMA_MRA_SERVICE_TIMEOUT 24     /* MRA: 4.096 us << 24, about 69 s */
 #define UCMA_UDP_QKEY           0x01234567u
 #define UCMA_MAX_BACKLOG        1024
 #define UCMA_MAX_IDS            65536   /* handles librdmacm can index */
