@@ -9,7 +9,7 @@
 # server killed mid-connection leaves its port free for the next one.
 # datapaths: user ebpf
 source "$(dirname "$0")/../lib.sh"
-need python3 rping ucmatose udaddy rdma_server rdma_client rstream cmtime ss
+need python3 rping ucmatose udaddy rdma_server rdma_client rstream cmtime ss fi_info
 [ -x "$JAKIRO_BIN/jakiro-verbs" ] || { echo "# jakiro-verbs not built"; exit 77; }
 
 cat > "$WORK/topo.json" <<'JSON'
@@ -55,6 +55,15 @@ cm_pair() {
 		return 1
 	fi
 }
+
+# libfabric's verbs provider finds the device, with RC endpoints connected
+# by RDMA CM.
+out=$(lab exec --verbs blue1 -- fi_info -p verbs 2>&1)
+if printf '%s\n' "$out" | grep -q "domain: jk_eth0$" && printf '%s\n' "$out" | grep -q "FI_PROTO_RDMA_CM_IB_RC"; then
+	ok "fi_info -p verbs: jk_eth0, FI_EP_MSG over RDMA CM"
+else
+	not_ok "fi_info -p verbs: jk_eth0, FI_EP_MSG over RDMA CM" "$(printf '%s' "$out" | head -5 | tr '\n' ' ')"
+fi
 
 # rping -V checks every byte of every ping it gets back.
 cm_pair "rping -V, 50 pings, server on h2" blue2 blue1 7174 "ping data: rdma-ping-49" \
