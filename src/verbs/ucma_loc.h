@@ -25,6 +25,7 @@
 #include <pthread.h>
 #include <rdma/rdma_user_cm.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "rnic/cm_mad.h"
 #include "rnic/rnic.h"
@@ -130,7 +131,6 @@ struct ucma_id {
 	uint64_t timer_ns;            /* 0: none */
 	uint32_t timeout_ms;
 	int retries_left;
-	struct ucma_id *timer_next;   /* (unused links kept in the id table) */
 };
 
 struct ucma_event {
@@ -154,7 +154,7 @@ extern pthread_mutex_t ucma_lock;
 struct ucma_id *ucma_id_new(struct ucma_file *f, uint16_t ps, uint8_t qp_type);
 void ucma_id_free(struct ucma_id *id);
 struct ucma_id *ucma_id_each(uint32_t *cursor);
-/* Queues an event; FILL (may be NULL) sets its parameters. */
+/* An event of ID (its uid and handle set), to be queued. */
 struct ucma_event *ucma_event_new(struct ucma_id *id, int event, int status);
 void ucma_event_queue(struct ucma_file *f, struct ucma_event *ev);
 
@@ -172,6 +172,8 @@ void ucma_kick(void);
 uint64_t ucma_now_ns(void);
 int  ucma_thread_start(void);
 void ucma_count_drop(enum ucma_drop why);
+/* The MADs dropped, by reason (JK_RNIC_STATS=1: at exit). */
+void ucma_print_drops(FILE *f);
 /* The name of the interface holding address IP (network order). */
 int  ucma_ifname_of(uint32_t ip, char ifname[IF_NAMESIZE + 1]);
 

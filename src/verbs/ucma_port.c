@@ -290,6 +290,8 @@ static void *thread_main(void *arg)
 	return NULL;
 }
 
+static void print_drops_at_exit(void);
+
 int ucma_thread_start(void)
 {
 	int err = 0;
@@ -305,8 +307,13 @@ int ucma_thread_start(void)
 			close(kick_fd);
 			kick_fd = -1;
 		}
-		if (!err)
+		if (!err) {
+			const char *env = getenv("JK_RNIC_STATS");
+
 			pthread_detach(thread);
+			if (env && atoi(env) > 0)
+				atexit(print_drops_at_exit);
+		}
 	}
 	pthread_mutex_unlock(&ucma_lock);
 	return err;
@@ -424,6 +431,25 @@ static uint64_t drops[UCMA_DROP_COUNT];
 void ucma_count_drop(enum ucma_drop why)
 {
 	drops[why]++;
+}
+
+static void print_drops_at_exit(void)
+{
+	ucma_print_drops(stderr);
+}
+
+void ucma_print_drops(FILE *f)
+{
+	static const char *const names[] = {
+#define UCMA_DROP_NAME(x) #x,
+		UCMA_DROPS(UCMA_DROP_NAME)
+#undef UCMA_DROP_NAME
+	};
+
+	fprintf(f, "rdma cm:");
+	for (int i = 0; i < UCMA_DROP_COUNT; i++)
+		fprintf(f, " %s %llu", names[i], (unsigned long long)drops[i]);
+	fprintf(f, "\n");
 }
 
 int ucma_ifname_of(uint32_t ip, char ifname[IF_NAMESIZE + 1])
