@@ -25,6 +25,7 @@
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <infiniband/verbs.h>
@@ -257,8 +258,9 @@ static void *thread_main(void *arg)
 	(void)arg;
 	for (;;) {
 		struct pollfd pfd[MAX_PORTS + 1];
-		uint64_t now = ucma_now_ns(), due = ucma_cm_next_timer();
-		int n = 0, ms;
+		uint64_t now = ucma_now_ns(), due = ucma_cm_next_timer(), wait;
+		struct timespec ts;
+		int n = 0;
 		eventfd_t v;
 
 		pthread_mutex_lock(&ucma_lock);
@@ -271,10 +273,14 @@ static void *thread_main(void *arg)
 		}
 		pthread_mutex_unlock(&ucma_lock);
 		pfd[n++] = (struct pollfd){ .fd = kick_fd, .events = POLLIN };
-		ms = due == UINT64_MAX ? 1000 : due <= now ? 0 : (int)((due - now) / 1000000 + 1);
-		if (ms > 1000)
-			ms = 1000;
-		if (poll(pfd, (nfds_t)n, ms) > 0 && (pfd[n - 1].revents & POLLIN))
+		/* to the nanosecond (poll's milliseconds rounded every short
+		 * timer up to 1 ms), at most a second */
+		wait = due <= now ? 0 : due - now;
+		if (wait > 1000000000ull)
+			wait = 1000000000ull;
+		ts = (struct timespec){ .tv_sec = (time_t)(wait / 1000000000ull),
+					.tv_nsec = (long)(wait % 1000000000ull) };
+		if (ppoll(pfd, (nfds_t)n, &ts, NULL) > 0 && (pfd[n - 1].revents & POLLIN))
 			(void)eventfd_read(kick_fd, &v);
 		pthread_mutex_lock(&ucma_lock);
 		now = ucma_now_ns();
