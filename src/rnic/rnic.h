@@ -22,6 +22,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 struct rnic_dev;
 struct rnic_pd;
@@ -41,6 +42,25 @@ struct rnic_srq;
 union rnic_gid {
 	uint8_t raw[16];
 };
+
+/* The IPv4-mapped GID ::ffff:a.b.c.d of RoCE v2 over IPv4 (IP in network
+ * order), and back: -EINVAL (-22) for a GID that is not IPv4-mapped. */
+static inline void rnic_gid_of_ipv4(uint8_t gid[16], uint32_t ip)
+{
+	memset(gid, 0, 10);
+	gid[10] = gid[11] = 0xff;
+	memcpy(gid + 12, &ip, 4);
+}
+
+static inline int rnic_gid_ipv4(const uint8_t gid[16], uint32_t *ip)
+{
+	static const uint8_t prefix[12] = { [10] = 0xff, [11] = 0xff };
+
+	if (memcmp(gid, prefix, sizeof(prefix)))
+		return -22;
+	memcpy(ip, gid + 12, 4);
+	return 0;
+}
 
 /* Path MTU, numbered as enum ibv_mtu (perftest exchanges these numbers). */
 enum rnic_mtu {

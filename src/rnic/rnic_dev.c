@@ -82,10 +82,7 @@ static void make_gids(struct rnic_dev *dev)
 	g[14] = dev->mac[4];
 	g[15] = dev->mac[5];
 	/* 1: ::ffff:a.b.c.d */
-	g = dev->gid[RNIC_GID_INDEX_V4].raw;
-	g[10] = 0xff;
-	g[11] = 0xff;
-	memcpy(g + 12, &dev->ip, 4);
+	rnic_gid_of_ipv4(dev->gid[RNIC_GID_INDEX_V4].raw, dev->ip);
 }
 
 int rnic_open(const char *name, struct rnic_dev **out)

@@ -307,16 +307,6 @@ void rnic_qp_error(struct rnic_qp *qp, enum rnic_wc_status head_status)
 	qp->resp.ack_hold_until = 0;
 }
 
-static int gid_to_ipv4(const union rnic_gid *g, uint32_t *ip)
-{
-	static const uint8_t prefix[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
-
-	if (memcmp(g->raw, prefix, sizeof(prefix)))
-		return -EINVAL;
-	memcpy(ip, g->raw + 12, 4);
-	return 0;
-}
-
 static uint64_t timeout_ns(uint8_t t)
 {
 	/* 4.096 us * 2^t; 0 = infinite */
@@ -339,7 +329,7 @@ int rnic_modify_qp(struct rnic_qp *qp, const struct rnic_qp_attr *a, int mask)
 		return -EINVAL;
 
 	/* validate, then act */
-	if ((mask & RNIC_QP_AV) && gid_to_ipv4(&a->ah_attr.dgid, &dip))
+	if ((mask & RNIC_QP_AV) && rnic_gid_ipv4(a->ah_attr.dgid.raw, &dip))
 		return -EINVAL;
 	if ((mask & RNIC_QP_PATH_MTU) &&
 	    (a->path_mtu < RNIC_MTU_256 || a->path_mtu > dev->active_mtu))

@@ -150,9 +150,9 @@ static void events_forget(struct ucma_file *f, const struct ucma_id *id)
 	while ((ev = *pp)) {
 		if (!id || ev->id == id || ev->listener == id) {
 			*pp = ev->next;
-			if (ev->listener && ev->id != id && ev->listener->pending_reqs > 0)
+			if (ev->listener && ev->listener->pending_reqs > 0)
 				ev->listener->pending_reqs--;
-			if (ev->listener && ev->id != id) {
+			if (ev->listener && ev->id != id) {   /* a child nobody took */
 				ucma_cm_reject(ev->id, CM_REJ_CONSUMER_DEFINED, NULL, 0);
 				ucma_id_free(ev->id);
 			}
@@ -180,8 +180,6 @@ static void id_destroy(struct ucma_id *id)
  * IPv4 too; *v6 says the program spoke IPv6, to be answered in kind. */
 static int sin_from6(const struct sockaddr_in6 *a6, struct sockaddr_in *out, uint8_t *v6)
 {
-	static const uint8_t mapped[12] = { [10] = 0xff, [11] = 0xff };
-
 	if (a6->sin6_family == AF_INET) {
 		memcpy(out, a6, sizeof(*out));
 		*v6 = 0;
@@ -192,9 +190,8 @@ static int sin_from6(const struct sockaddr_in6 *a6, struct sockaddr_in *out, uin
 	memset(out, 0, sizeof(*out));
 	out->sin_family = AF_INET;
 	out->sin_port = a6->sin6_port;
-	if (!memcmp(a6->sin6_addr.s6_addr, mapped, sizeof(mapped)))
-		memcpy(&out->sin_addr, a6->sin6_addr.s6_addr + 12, 4);
-	else if (!IN6_IS_ADDR_UNSPECIFIED(&a6->sin6_addr))
+	if (rnic_gid_ipv4(a6->sin6_addr.s6_addr, &out->sin_addr.s_addr) &&
+	    !IN6_IS_ADDR_UNSPECIFIED(&a6->sin6_addr))
 		return EAFNOSUPPORT;          /* IPv6 proper: not carried */
 	*v6 = 1;
 	return 0;
@@ -209,10 +206,8 @@ static void addr_out(const struct ucma_id *id, const struct sockaddr_in *a, void
 		memcpy(out, a, sizeof(*a));
 		return;
 	}
-	if (a->sin_addr.s_addr != INADDR_ANY) {
-		a6.sin6_addr.s6_addr[10] = a6.sin6_addr.s6_addr[11] = 0xff;
-		memcpy(a6.sin6_addr.s6_addr + 12, &a->sin_addr, 4);
-	}
+	if (a->sin_addr.s_addr != INADDR_ANY)
+		rnic_gid_of_ipv4(a6.sin6_addr.s6_addr, a->sin_addr.s_addr);
 	memcpy(out, &a6, sizeof(a6));
 }
 
@@ -323,10 +318,9 @@ static int cmd_bind(struct ucma_file *f, const void *body)
 	return bind_addr(id, &src);
 }
 
-/* Address resolution: the route lookup and the neighbour are the kernel's
- * (the RNIC sends through a UDP socket); what is resolved here is which
- * of our interfaces carries the destination's subnet... or, as the
- * kernel, the source address the route gives. */
+/* Address resolution: the route and the neighbour are the kernel's (the
+ * RNIC sends through a UDP socket); resolved here is the source address
+ * the route gives, as the kernel's rdma_resolve_ip, and so the device. */
 static int resolve_ip(struct ucma_id *id, const struct sockaddr_in *src,
 		      const struct sockaddr_in *dst)
 {
@@ -334,8 +328,6 @@ static int resolve_ip(struct ucma_id *id, const struct sockaddr_in *src,
 	uint32_t sip;
 	int err;
 
-	if (dst->sin_family != AF_INET)
-		return dst->sin_family == AF_INET6 ? EAFNOSUPPORT : EINVAL;
 	if (id->state == ID_IDLE) {
 		struct sockaddr_in any = { .sin_family = AF_INET };
 
@@ -422,18 +414,12 @@ static int cmd_resolve_route(struct ucma_file *f, const void *body)
 	return 0;
 }
 
-static void fill_gid(uint8_t gid[16], uint32_t ip)
-{
-	memset(gid, 0, 16);
-	gid[10] = gid[11] = 0xff;
-	memcpy(gid + 12, &ip, 4);
-}
-
-void ucma_fill_path(const struct ucma_id *id, struct ib_user_path_rec *r)
+/* The path record a route resolution leaves (QUERY_ROUTE's answer). */
+static void fill_path(const struct ucma_id *id, struct ib_user_path_rec *r)
 {
 	memset(r, 0, sizeof(*r));
-	fill_gid(r->sgid, id->src.sin_addr.s_addr);
-	fill_gid(r->dgid, id->dst.sin_addr.s_addr);
+	rnic_gid_of_ipv4(r->sgid, id->src.sin_addr.s_addr);
+	rnic_gid_of_ipv4(r->dgid, id->dst.sin_addr.s_addr);
 	r->pkey = htons(0xffff);
 	if (!id->route_set)
 		return;
@@ -464,7 +450,7 @@ static int cmd_query_route(struct ucma_file *f, const void *body, uint16_t out)
 		r.node_guid = id->port->guid;
 		r.port_num = 1;
 		r.ibdev_index = id->port->ibdev_index;
-		ucma_fill_path(id, &r.ib_route[0]);
+		fill_path(id, &r.ib_route[0]);
 		r.num_paths = id->route_set;
 	}
 	return copy_out(c->response, &r, sizeof(r), out);

@@ -47,13 +47,6 @@ static uint8_t ack_timeout(uint8_t ack_delay, uint8_t lifetime)
 	return (uint8_t)(t > 31 ? 31 : t);
 }
 
-static void gid_of(uint8_t gid[16], uint32_t ip)
-{
-	memset(gid, 0, 16);
-	gid[10] = gid[11] = 0xff;
-	memcpy(gid + 12, &ip, 4);
-}
-
 static uint32_t new_comm_id(void)
 {
 	for (;;) {
@@ -81,17 +74,44 @@ static void timer_stop(struct ucma_id *id)
 	id->timer_ns = 0;
 }
 
+/* Builds M and sends it to DIP's QP 1 through P; the MAD is left in MAD. */
+static int send_to(struct ucma_port *p, uint32_t dip, const struct cm_msg *m,
+		   uint8_t mad[CM_MAD_LEN])
+{
+	int err = -cm_mad_build(m, mad);
+
+	return err ? err : ucma_send_mad(p, dip, mad);
+}
+
 /* Builds M, sends it to the id's peer; KEEP: also keeps it for resending. */
 static int send_msg(struct ucma_id *id, const struct cm_msg *m, int keep)
 {
 	uint8_t mad[CM_MAD_LEN];
-	int err = -cm_mad_build(m, mad);
 
-	if (err)
-		return err;
-	if (keep)
-		memcpy(id->mad, mad, sizeof(mad));
-	return ucma_send_mad(id->port, id->peer_ip, mad);
+	return send_to(id->port, id->peer_ip, m, keep ? id->mad : mad);
+}
+
+/* The RTU of ID's connection (also again, when the peer resends its REP). */
+static int send_rtu(struct ucma_id *id)
+{
+	struct cm_msg m;
+
+	cm_msg_init(&m, CM_ATTR_RTU, id->tid);
+	m.rtu.local_comm_id = id->local_comm_id;
+	m.rtu.remote_comm_id = id->remote_comm_id;
+	return send_msg(id, &m, 0);
+}
+
+/* The DREQ of ID's connection; KEEP: kept for resending. */
+static void send_dreq(struct ucma_id *id, int keep)
+{
+	struct cm_msg m;
+
+	cm_msg_init(&m, CM_ATTR_DREQ, id->tid);
+	m.dreq.local_comm_id = id->local_comm_id;
+	m.dreq.remote_comm_id = id->remote_comm_id;
+	m.dreq.remote_qpn = id->remote_qpn;
+	(void)send_msg(id, &m, keep);
 }
 
 /* An event for ID's application: none for a child not yet accepted (the
@@ -141,8 +161,7 @@ static void rej_for(struct ucma_port *p, uint32_t dip, uint64_t tid, uint32_t re
 	m.rej.remote_comm_id = remote_comm_id;
 	m.rej.msg_rejected = msg;
 	m.rej.reason = reason;
-	if (!cm_mad_build(&m, mad))
-		(void)ucma_send_mad(p, dip, mad);
+	(void)send_to(p, dip, &m, mad);
 }
 
 /* ---- the active side ------------------------------------------------------ */
@@ -205,8 +224,8 @@ int ucma_cm_connect(struct ucma_id *id, const struct rdma_ucm_conn_param *cp)
 	m.req.max_cm_retries = UCMA_MAX_CM_RETRIES;
 	m.req.srq = !!cp->srq;
 	m.req.primary.local_lid = m.req.primary.remote_lid = 0xffff;
-	gid_of(m.req.primary.local_gid, id->src.sin_addr.s_addr);
-	gid_of(m.req.primary.remote_gid, id->dst.sin_addr.s_addr);
+	rnic_gid_of_ipv4(m.req.primary.local_gid, id->src.sin_addr.s_addr);
+	rnic_gid_of_ipv4(m.req.primary.remote_gid, id->dst.sin_addr.s_addr);
 	m.req.primary.flow_label = id->flow_label;
 	m.req.primary.traffic_class = id->tos;
 	m.req.primary.hop_limit = UCMA_HOP_LIMIT;
@@ -231,12 +250,7 @@ static void rep_input(struct ucma_id *id, const struct cm_msg *m)
 	struct ucma_event *ev;
 
 	if (id->cm == CM_ESTABLISHED) {        /* our RTU was lost: again */
-		struct cm_msg rtu;
-
-		cm_msg_init(&rtu, CM_ATTR_RTU, id->tid);
-		rtu.rtu.local_comm_id = id->local_comm_id;
-		rtu.rtu.remote_comm_id = id->remote_comm_id;
-		send_msg(id, &rtu, 0);
+		(void)send_rtu(id);
 		return;
 	}
 	if (id->cm != CM_REQ_SENT) {
@@ -273,8 +287,6 @@ static void rep_input(struct ucma_id *id, const struct cm_msg *m)
 /* ACCEPT without parameters on the active side: the RTU. */
 int ucma_cm_establish(struct ucma_id *id)
 {
-	struct cm_msg m;
-
 	if (id->cm == CM_REP_SENT) {           /* NOTIFY COMM_EST on the passive side */
 		timer_stop(id);
 		id->cm = CM_ESTABLISHED;
@@ -283,11 +295,8 @@ int ucma_cm_establish(struct ucma_id *id)
 	}
 	if (id->cm != CM_REP_RCVD)
 		return EINVAL;
-	cm_msg_init(&m, CM_ATTR_RTU, id->tid);
-	m.rtu.local_comm_id = id->local_comm_id;
-	m.rtu.remote_comm_id = id->remote_comm_id;
 	id->cm = CM_ESTABLISHED;
-	return send_msg(id, &m, 0);
+	return send_rtu(id);
 }
 
 static void sidr_rep_input(struct ucma_id *id, const struct cm_msg *m)
@@ -311,7 +320,7 @@ static void sidr_rep_input(struct ucma_id *id, const struct cm_msg *m)
 
 		u->qp_num = r->qpn;
 		u->qkey = r->qkey;
-		gid_of(u->ah_attr.grh.dgid, id->peer_ip);
+		rnic_gid_of_ipv4(u->ah_attr.grh.dgid, id->peer_ip);
 		u->ah_attr.grh.flow_label = id->flow_label;
 		u->ah_attr.grh.sgid_index = RNIC_GID_INDEX_V4;
 		u->ah_attr.grh.hop_limit = UCMA_HOP_LIMIT;
@@ -359,7 +368,7 @@ static struct ucma_id *listener_for(struct ucma_port *p, uint64_t sid, const uin
 	*src_port = h.src_port;
 	l = find_listener(ps, port, *dst_ip);
 	if (!l) {
-		if (ucma_service_listened(*dst_ip, ps, port) || !ucma_reject_role(p))
+		if (ucma_service_listened(ps, port) || !ucma_reject_role(p))
 			ucma_count_drop(UCMA_DROP_not_ours);
 		else
 			*refuse = 1;
@@ -497,8 +506,7 @@ static void sidr_req_input(struct ucma_port *p, uint32_t sip, const struct cm_ms
 			rep.sidr_rep.request_id = r->request_id;
 			rep.sidr_rep.status = CM_SIDR_UNSUPPORTED;
 			rep.sidr_rep.service_id = r->service_id;
-			if (!cm_mad_build(&rep, mad))
-				(void)ucma_send_mad(p, sip, mad);
+			(void)send_to(p, sip, &rep, mad);
 		}
 		return;
 	}
@@ -661,8 +669,7 @@ static void send_drep(struct ucma_port *p, uint32_t dip, uint64_t tid, uint32_t 
 	cm_msg_init(&m, CM_ATTR_DREP, tid);
 	m.drep.local_comm_id = local;
 	m.drep.remote_comm_id = remote;
-	if (!cm_mad_build(&m, mad))
-		(void)ucma_send_mad(p, dip, mad);
+	(void)send_to(p, dip, &m, mad);
 }
 
 static void timewait(struct ucma_id *id)
@@ -673,16 +680,10 @@ static void timewait(struct ucma_id *id)
 
 int ucma_cm_disconnect(struct ucma_id *id)
 {
-	struct cm_msg m;
-
 	if (id->cm == CM_ESTABLISHED || id->cm == CM_REP_SENT) {
-		cm_msg_init(&m, CM_ATTR_DREQ, id->tid);
-		m.dreq.local_comm_id = id->local_comm_id;
-		m.dreq.remote_comm_id = id->remote_comm_id;
-		m.dreq.remote_qpn = id->remote_qpn;
 		id->cm = CM_DREQ_SENT;
 		id->state = ID_DISCONNECT;
-		(void)send_msg(id, &m, 1);
+		send_dreq(id, 1);
 		timer_set(id, UCMA_REP_TIMEOUT_MS, UCMA_MAX_CM_RETRIES);
 	} else if (id->cm == CM_DREQ_RCVD) {
 		send_drep(id->port, id->peer_ip, id->tid, id->local_comm_id, id->remote_comm_id);
@@ -727,8 +728,6 @@ static void drep_input(struct ucma_id *id)
 /* What the peer must hear when the application destroys an id mid-way. */
 void ucma_cm_destroy(struct ucma_id *id)
 {
-	struct cm_msg m;
-
 	id->state = ID_DESTROYING;
 	switch (id->cm) {
 	case CM_REQ_SENT:
@@ -740,11 +739,7 @@ void ucma_cm_destroy(struct ucma_id *id)
 		ucma_cm_reject(id, CM_REJ_CONSUMER_DEFINED, NULL, 0);
 		break;
 	case CM_ESTABLISHED:
-		cm_msg_init(&m, CM_ATTR_DREQ, id->tid);
-		m.dreq.local_comm_id = id->local_comm_id;
-		m.dreq.remote_comm_id = id->remote_comm_id;
-		m.dreq.remote_qpn = id->remote_qpn;
-		(void)send_msg(id, &m, 0);
+		send_dreq(id, 0);
 		ghost_add(id);
 		break;
 	case CM_DREQ_SENT:
@@ -917,7 +912,7 @@ int ucma_cm_init_qp_attr(struct ucma_id *id, uint32_t qp_state, struct ib_uverbs
 		 * ib_cm: sq_psn = the peer's). */
 		a->rq_psn = id->seq_num;
 		a->max_dest_rd_atomic = id->responder_resources;
-		gid_of(a->ah_attr.grh.dgid, id->dst.sin_addr.s_addr);
+		rnic_gid_of_ipv4(a->ah_attr.grh.dgid, id->dst.sin_addr.s_addr);
 		a->ah_attr.grh.flow_label = id->flow_label;
 		a->ah_attr.grh.sgid_index = RNIC_GID_INDEX_V4;
 		a->ah_attr.grh.hop_limit = UCMA_HOP_LIMIT;

@@ -166,7 +166,7 @@ int  ucma_route_source(uint32_t dip, uint32_t *sip);
 int  ucma_send_mad(struct ucma_port *p, uint32_t dip, const uint8_t mad[CM_MAD_LEN]);
 int  ucma_reserve(struct ucma_id *id, uint16_t port);   /* 0: ephemeral; sets src port */
 void ucma_release(struct ucma_id *id);
-int  ucma_service_listened(uint32_t ip, uint16_t ps, uint16_t port);
+int  ucma_service_listened(uint16_t ps, uint16_t port);
 int  ucma_reject_role(struct ucma_port *p);
 void ucma_kick(void);
 uint64_t ucma_now_ns(void);
@@ -174,8 +174,6 @@ int  ucma_thread_start(void);
 void ucma_count_drop(enum ucma_drop why);
 /* The MADs dropped, by reason (JK_RNIC_STATS=1: at exit). */
 void ucma_print_drops(FILE *f);
-/* The name of the interface holding address IP (network order). */
-int  ucma_ifname_of(uint32_t ip, char ifname[IF_NAMESIZE + 1]);
 
 /* ucma_cm.c: the CM protocol */
 void ucma_cm_input(struct ucma_port *p, uint32_t sip, const uint8_t *mad, uint32_t len);
@@ -188,6 +186,5 @@ int  ucma_cm_disconnect(struct ucma_id *id);
 int  ucma_cm_establish(struct ucma_id *id);   /* NOTIFY COMM_EST */
 void ucma_cm_destroy(struct ucma_id *id);
 int  ucma_cm_init_qp_attr(struct ucma_id *id, uint32_t qp_state, struct ib_uverbs_qp_attr *a);
-void ucma_fill_path(const struct ucma_id *id, struct ib_user_path_rec *r);
 
 #endif

@@ -16,7 +16,6 @@
  * interface holds the role of refusing REQs nobody listens to.
  */
 #include <errno.h>
-#include <ifaddrs.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -85,23 +84,24 @@ static void port_free(struct ucma_port *p)
 	free(p);
 }
 
-/* The drop-in's device for P's interface: its GUID and index are what
- * librdmacm matches our answers with (ibv_get_device_guid/_index). */
-static int find_verbs_device(struct ucma_port *p)
+/* The drop-in's device holding address IP: its interface, and the GUID
+ * and index librdmacm matches our answers with (ibv_get_device_guid,
+ * ibv_get_device_index). */
+static int find_verbs_device(uint32_t ip, struct ucma_port *p)
 {
 	struct ibv_device **list = ibv_get_device_list(NULL);
 	int found = 0;
 
 	if (!list)
 		return ENODEV;
-	for (int i = 0; list[i]; i++) {
-		const char *name = ibv_get_device_name(list[i]);
+	for (int i = 0; list[i] && !found; i++) {
+		const struct verbs_dev *d = (const struct verbs_dev *)list[i];
 
-		if (!strncmp(name, "jk_", 3) && !strcmp(name + 3, p->ifname)) {
+		if (d->ipv4 == ip) {
+			snprintf(p->ifname, sizeof(p->ifname), "%s", d->ifname);
 			p->guid = ibv_get_device_guid(list[i]);
 			p->ibdev_index = (uint32_t)ibv_get_device_index(list[i]);
 			found = 1;
-			break;
 		}
 	}
 	ibv_free_device_list(list);
@@ -114,23 +114,18 @@ static int port_open(uint32_t ip, struct ucma_port **out)
 	struct rnic_qp_init_attr qi = { .qp_type = RNIC_QPT_UD };
 	struct rnic_qp_attr qa = { 0 };
 	struct rnic_dev_attr da;
-	char ifname[IF_NAMESIZE + 1];
 	int err;
 
 	if (!p)
 		return ENOMEM;
 	p->reject_fd = -1;
-	/* rnic_open takes an interface name: find it by address */
-	err = ucma_ifname_of(ip, ifname);
+	err = find_verbs_device(ip, p);
 	if (!err)
-		err = -rnic_open(ifname, &p->rnic);
+		err = -rnic_open(p->ifname, &p->rnic);
 	if (!err && (err = -rnic_query_device(p->rnic, &da)) == 0) {
-		snprintf(p->ifname, sizeof(p->ifname), "%s", da.ifname);
 		p->ip = da.ipv4;
 		p->path_mtu = (uint8_t)da.active_mtu;
 	}
-	if (!err)
-		err = find_verbs_device(p);
 	if (!err)
 		err = -rnic_alloc_pd(p->rnic, &p->pd);
 	if (!err)
@@ -402,11 +397,10 @@ void ucma_release(struct ucma_id *id)
 
 /* Whether some process of this namespace holds PORT of PS (and so, if it
  * is not one of ours, a REQ for it is another process's). */
-int ucma_service_listened(uint32_t ip, uint16_t ps, uint16_t port)
+int ucma_service_listened(uint16_t ps, uint16_t port)
 {
 	int fd = reserve_name(ps, port, "port");
 
-	(void)ip;
 	if (fd >= 0) {
 		close(fd);
 		return 0;
@@ -456,22 +450,4 @@ void ucma_print_drops(FILE *f)
 	for (int i = 0; i < UCMA_DROP_COUNT; i++)
 		fprintf(f, " %s %llu", names[i], (unsigned long long)drops[i]);
 	fprintf(f, "\n");
-}
-
-int ucma_ifname_of(uint32_t ip, char ifname[IF_NAMESIZE + 1])
-{
-	struct ifaddrs *ifa, *i;
-	int err = EADDRNOTAVAIL;
-
-	if (getifaddrs(&ifa))
-		return errno;
-	for (i = ifa; i; i = i->ifa_next)
-		if (i->ifa_addr && i->ifa_addr->sa_family == AF_INET &&
-		    ((struct sockaddr_in *)i->ifa_addr)->sin_addr.s_addr == ip) {
-			snprintf(ifname, IF_NAMESIZE + 1, "%s", i->ifa_name);
-			err = 0;
-			break;
-		}
-	freeifaddrs(ifa);
-	return err;
 }

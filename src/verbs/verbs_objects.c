@@ -635,12 +635,11 @@ VERBS_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
  * which is also how UCX learns that GID 0 (link-local) cannot be used. */
 VERBS_EXPORT struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
 {
-	static const uint8_t v4_prefix[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
 	struct verbs_ah *ah;
+	uint32_t dip;
 
 	if (!attr->is_global || (attr->port_num != 0 && attr->port_num != 1) ||
-	    attr->grh.sgid_index != RNIC_GID_INDEX_V4 ||
-	    memcmp(attr->grh.dgid.raw, v4_prefix, sizeof(v4_prefix)) != 0) {
+	    attr->grh.sgid_index != RNIC_GID_INDEX_V4 || rnic_gid_ipv4(attr->grh.dgid.raw, &dip)) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -649,7 +648,7 @@ VERBS_EXPORT struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr 
 		errno = ENOMEM;
 		return NULL;
 	}
-	memcpy(&ah->dip, attr->grh.dgid.raw + 12, 4);
+	ah->dip = dip;
 	ah->ah.context = pd->context;
 	ah->ah.pd = pd;
 	ah->ah.handle = ah->dip;
@@ -662,18 +661,20 @@ VERBS_EXPORT int ibv_init_ah_from_wc(struct ibv_context *context, uint8_t port_n
 				     struct ibv_wc *wc, struct ibv_grh *grh,
 				     struct ibv_ah_attr *ah_attr)
 {
-	const uint8_t *ip = (const uint8_t *)grh + 20;
+	const uint8_t *ip;
+	uint32_t sip;
 
-	if (!(wc->wc_flags & IBV_WC_GRH) || !grh || (ip[0] >> 4) != 4) {
+	if (!(wc->wc_flags & IBV_WC_GRH) || !grh || (((const uint8_t *)grh)[20] >> 4) != 4) {
 		errno = EINVAL;
 		return -1;
 	}
+	ip = (const uint8_t *)grh + 20;
+	memcpy(&sip, ip + 12, 4);                             /* the sender's address */
 	memset(ah_attr, 0, sizeof(*ah_attr));
 	ah_attr->is_global = 1;
 	ah_attr->port_num = port_num;
 	ah_attr->sl = wc->sl;
-	ah_attr->grh.dgid.raw[10] = ah_attr->grh.dgid.raw[11] = 0xff;
-	memcpy(ah_attr->grh.dgid.raw + 12, ip + 12, 4);      /* the sender's address */
+	rnic_gid_of_ipv4(ah_attr->grh.dgid.raw, sip);
 	ah_attr->grh.sgid_index = RNIC_GID_INDEX_V4;
 	ah_attr->grh.hop_limit = 64;
 	ah_attr->grh.traffic_class = ip[1];
