@@ -290,6 +290,7 @@ struct rnic_dev {
 /* rnic_net.c */
 int  rnic_net_open(struct rnic_dev *dev);
 void rnic_net_close(struct rnic_dev *dev);
+int  rnic_net_refilter(struct rnic_dev *dev);
 int  rnic_net_rx(struct rnic_dev *dev, uint64_t now_ns);
 void rnic_net_count_drops(struct rnic_dev *dev);   /* the kernel's, into drop_rx_full */
 struct rnic_txpkt *rnic_tx_get(struct rnic_dev *dev);

@@ -144,25 +144,48 @@ static void open_ring(struct rnic_dev *dev, int fd)
 	dev->ring_head = 0;
 }
 
-static int open_rx(struct rnic_dev *dev)
+/* The receive filter.  Offsets from the Ethernet header (SOCK_RAW).  Keeps
+ * unfragmented IPv4/UDP to dev->ip port 4791 that was sent to this host;
+ * of those, a device with QP 1 (an RDMA CM's: it holds nothing else) keeps
+ * only QP 1's packets and every other device all but QP 1's, so a
+ * process's CM thread is not woken by its data packets, nor its data
+ * device by MADs.  (A frame the kernel's GRO coalesced is judged by its
+ * first packet; the CM's MADs and data of one size coalesced into one
+ * frame would cost the other side a retransmission.) */
+static int attach_keep(int fd, const struct rnic_dev *dev)
 {
-	/* Offsets from the Ethernet header (SOCK_RAW).  Keeps unfragmented
-	 * IPv4/UDP to dev->ip port 4791 that was sent to this host. */
 	struct sock_filter keep[] = {
 		BPF_STMT(BPF_LD | BPF_B | BPF_ABS, SKF_AD_OFF + SKF_AD_PKTTYPE),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, PACKET_HOST, 0, 9),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, PACKET_HOST, 0, 12),
 		BPF_STMT(BPF_LD | BPF_B | BPF_ABS, ETH_HLEN + 9),    /* protocol */
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, RNIC_IPPROTO_UDP, 0, 7),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, RNIC_IPPROTO_UDP, 0, 10),
 		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, ETH_HLEN + 16),   /* daddr */
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, ntohl(dev->ip), 0, 5),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, ntohl(dev->ip), 0, 8),
 		BPF_STMT(BPF_LD | BPF_H | BPF_ABS, ETH_HLEN + 6),    /* frag_off */
-		BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, RNIC_IP_MF | RNIC_IP_FRAGOFF, 3, 0),
+		BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, RNIC_IP_MF | RNIC_IP_FRAGOFF, 6, 0),
 		BPF_STMT(BPF_LDX | BPF_B | BPF_MSH, ETH_HLEN),       /* x = IHL * 4 */
 		BPF_STMT(BPF_LD | BPF_H | BPF_IND, ETH_HLEN + 2),    /* UDP dport */
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, RNIC_UDP_PORT, 1, 0),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, RNIC_UDP_PORT, 0, 3),
+		/* BTH: the word after opcode, flags and P_Key holds the dest QP */
+		BPF_STMT(BPF_LD | BPF_W | BPF_IND,
+			 ETH_HLEN + sizeof(struct rnic_udp) + offsetof(struct rnic_bth, fqpn)),
+		BPF_STMT(BPF_ALU | BPF_AND | BPF_K, 0x00ffffff),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, RNIC_GSI_QPN, dev->gsi ? 1 : 0, dev->gsi ? 0 : 1),
 		BPF_STMT(BPF_RET | BPF_K, 0),
 		BPF_STMT(BPF_RET | BPF_K, 0xffffffff),
 	};
+
+	return attach(fd, keep, sizeof(keep) / sizeof(keep[0]));
+}
+
+/* A GSI QP came or went (rnic_qp.c). */
+int rnic_net_refilter(struct rnic_dev *dev)
+{
+	return dev->rx_fd >= 0 ? attach_keep(dev->rx_fd, dev) : 0;
+}
+
+static int open_rx(struct rnic_dev *dev)
+{
 	struct sockaddr_ll sll = { .sll_family = AF_PACKET, .sll_protocol = htons(ETH_P_IP) };
 	int one = 1, err = 0;
 	/* Protocol 0: nothing arrives before the filter is on and it is bound. */
@@ -177,7 +200,7 @@ static int open_rx(struct rnic_dev *dev)
 		     setsockopt(fd, SOL_PACKET, PACKET_IGNORE_OUTGOING, &one, sizeof(one))))
 		err = -errno;
 	if (!err)
-		err = attach(fd, keep, sizeof(keep) / sizeof(keep[0]));
+		err = attach_keep(fd, dev);
 	if (!err)
 		err = set_buf(fd, SO_RCVBUFFORCE, SO_RCVBUF, RNIC_RCVBUF);
 	if (!err && !(getenv("JK_RNIC_RING") && !strcmp(getenv("JK_RNIC_RING"), "0")))

@@ -185,17 +185,26 @@ int rnic_create_gsi_qp(struct rnic_pd *pd, const struct rnic_qp_init_attr *init,
 {
 	if (init->qp_type != RNIC_QPT_UD || init->srq)
 		return -EINVAL;
+	int err;
+
 	if (pd->dev->gsi)
 		return -EBUSY;
-	return create_qp(pd, init, 1, out);
+	err = create_qp(pd, init, 1, out);
+	if (!err && (err = rnic_net_refilter(pd->dev))) {   /* QP 1's packets only */
+		rnic_destroy_qp(*out);
+		*out = NULL;
+	}
+	return err;
 }
 
 void rnic_qp_release(struct rnic_qp *qp)
 {
 	struct rnic_dev *dev = qp->dev;
 
-	if (dev && dev->gsi == qp)
+	if (dev && dev->gsi == qp) {
 		dev->gsi = NULL;
+		(void)rnic_net_refilter(dev);
+	}
 	if (dev && dev->qp[qp->slot] == qp) {
 		dev->qp[qp->slot] = NULL;
 		while (dev->qp_end > 0 && !dev->qp[dev->qp_end - 1])

@@ -12,12 +12,16 @@
  * carries the same meaning in fewer commands (docs/verbs.md).
  */
 #include <errno.h>
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/random.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <infiniband/verbs.h>
@@ -168,6 +172,8 @@ static void events_forget(struct ucma_file *f, const struct ucma_id *id)
 
 static void id_destroy(struct ucma_id *id)
 {
+	if (id->state == ID_LISTEN)
+		ucma_cm_listener_left(id);
 	events_forget(id->file, id);
 	ucma_cm_destroy(id);
 	ucma_id_free(id);
@@ -211,7 +217,8 @@ static void addr_out(const struct ucma_id *id, const struct sockaddr_in *a, void
 	memcpy(out, &a6, sizeof(a6));
 }
 
-/* Binds ID to SRC (address any or one of ours; port 0: ephemeral). */
+/* Binds ID to SRC (address any, loopback as any, or one of ours; port 0:
+ * ephemeral). */
 static int bind_addr(struct ucma_id *id, const struct sockaddr_in *src)
 {
 	struct ucma_port *p = NULL;
@@ -219,7 +226,7 @@ static int bind_addr(struct ucma_id *id, const struct sockaddr_in *src)
 
 	if (id->state != ID_IDLE)
 		return EINVAL;
-	if (src->sin_addr.s_addr != INADDR_ANY) {
+	if (!ucma_ip_any(src->sin_addr.s_addr)) {
 		err = ucma_port_for_ip(src->sin_addr.s_addr, &p);
 		if (err)
 			return err;
@@ -339,7 +346,7 @@ static int resolve_ip(struct ucma_id *id, const struct sockaddr_in *src,
 	if (id->state != ID_ADDR_BOUND)
 		return EINVAL;
 	sip = id->src.sin_addr.s_addr;
-	if (sip == INADDR_ANY) {
+	if (ucma_ip_any(sip)) {
 		err = ucma_route_source(dst->sin_addr.s_addr, &sip);
 		if (err)
 			return err;
@@ -512,11 +519,12 @@ static int cmd_listen(struct ucma_file *f, const void *body)
 	}
 	if (id->state != ID_ADDR_BOUND)
 		return EINVAL;
-	if (id->src.sin_addr.s_addr == INADDR_ANY && (err = ucma_ports_all()))
+	if (ucma_ip_any(id->src.sin_addr.s_addr) && (err = ucma_ports_all()))
 		return err;
 	id->backlog = (c->backlog <= 0 || c->backlog > UCMA_MAX_BACKLOG) ? UCMA_MAX_BACKLOG
 									   : (int)c->backlog;
 	id->state = ID_LISTEN;
+	ucma_cm_listening(id);          /* a REQ that came between two listeners */
 	return 0;
 }
 
@@ -782,8 +790,27 @@ static int dispatch(struct ucma_file *f, uint32_t cmd, const void *body, uint16_
 	return ENOSYS;   /* GET_OPTION, multicast */
 }
 
-/* JK_UCMA_TRACE=1: every command and its answer on stderr. */
-static int ucma_trace = -1;
+/* JK_UCMA_TRACE=1: every command and its answer on stderr; 2: and every
+ * MAD in and out (ucma_trace_mad). */
+int ucma_trace = -1;
+
+void ucma_trace_mad(const char *dir, uint32_t ip, const uint8_t *mad, uint32_t len)
+{
+	struct cm_msg m;
+	enum cm_mad_error why;
+	char a[INET_ADDRSTRLEN];
+
+	if (ucma_trace < 2)
+		return;
+	inet_ntop(AF_INET, &ip, a, sizeof(a));
+	if (cm_mad_parse(mad, len, &m, &why)) {
+		fprintf(stderr, "ucma: mad %s %s: unparsable (%d)\n", dir, a, (int)why);
+		return;
+	}
+	fprintf(stderr, "ucma: mad %s %s: attr %#x tid %#" PRIx64 "%s%u\n", dir, a, m.hdr.attr_id,
+		m.hdr.tid, m.hdr.attr_id == CM_ATTR_REJ ? " rej reason " : "",
+		m.hdr.attr_id == CM_ATTR_REJ ? m.rej.reason : 0u);
+}
 
 static ssize_t ucma_write(int fd, const void *buf, size_t len)
 {
@@ -824,13 +851,50 @@ static ssize_t ucma_write(int fd, const void *buf, size_t len)
 	return (ssize_t)len;
 }
 
+/* Where a file's fd is put: at UCMA_FD_BASE or above (half the fd limit
+ * when that is lower), not at the lowest free number as the kernel's
+ * open() would.  An rsocket's own fd is its event channel's, this file's.
+ * Debian 12's librspreload (rdma-core 44; fixed in 63, commit 7ea19e136
+ * "librdmacm: Fix select function") gives select()'s results back to the
+ * application by walking fd numbers upward and taking the first whose
+ * rsocket fd matches, so an rsocket whose own fd is below the fd the
+ * application holds for it is reported ready under its own number, never
+ * under the application's.  That is every accepted rsocket: its channel
+ * is opened when the request arrives, and accept() reserves the
+ * application's fd (open of /dev/null, the lowest free) after it.  The
+ * kernel's rdma_cm gives the same numbers; through it an iperf3 server
+ * on that librspreload never sees its data or control sockets ready
+ * (docs/verbs.md, "RDMA CM").  Above every fd the application holds, each
+ * rsocket's own fd is found after the application's.  At most 512 so a
+ * program that select()s on a channel's fd stays within FD_SETSIZE; a
+ * program with more fds than that open gets the kernel's numbering back. */
+#define UCMA_FD_BASE 512
+
+static int fd_moved_up(int fd)
+{
+	struct rlimit rl;
+	long base = UCMA_FD_BASE, up;
+
+	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur != RLIM_INFINITY &&
+	    (long)(rl.rlim_cur / 2) < base)
+		base = (long)(rl.rlim_cur / 2);
+	if (fd >= base)
+		return fd;
+	/* the system calls themselves: librspreload interposes fcntl and close */
+	up = syscall(SYS_fcntl, fd, F_DUPFD_CLOEXEC, base);
+	if (up < 0)
+		return fd;                /* no room up there: the low one will do */
+	(void)syscall(SYS_close, fd);
+	return (int)up;
+}
+
 static int ucma_open(int flags)
 {
 	struct ucma_file *f;
 	int err = ucma_thread_start();
 	const char *env = getenv("JK_UCMA_TRACE");
 
-	ucma_trace = env && atoi(env) > 0;
+	ucma_trace = env ? atoi(env) : 0;
 	if (err) {
 		errno = err;
 		return -1;
@@ -845,6 +909,7 @@ static int ucma_open(int flags)
 		free(f);
 		return -1;
 	}
+	f->fd = fd_moved_up(f->fd);
 	pthread_cond_init(&f->cond, NULL);
 	pthread_mutex_lock(&ucma_lock);
 	f->next = files;

@@ -342,7 +342,7 @@ static struct ucma_id *find_listener(uint16_t ps, uint16_t port, uint32_t ip)
 
 	while ((id = ucma_id_each(&cur)))
 		if (id->state == ID_LISTEN && id->ps == ps && ntohs(id->src.sin_port) == port &&
-		    (id->src.sin_addr.s_addr == INADDR_ANY || id->src.sin_addr.s_addr == ip))
+		    (ucma_ip_any(id->src.sin_addr.s_addr) || id->src.sin_addr.s_addr == ip))
 			return id;
 	return NULL;
 }
@@ -420,7 +420,87 @@ static void send_mra(struct ucma_id *c)
 	(void)send_msg(c, &m, 0);
 }
 
-static void req_input(struct ucma_port *p, uint32_t sip, const struct cm_msg *m)
+/* ---- REQs between two listeners ---------------------------------------------- */
+
+/* A server that accepts one connection, closes its listener and listens on
+ * the same port again for the next (perftest's -R: a control connection,
+ * then the data connections) leaves a window in which a REQ finds nobody.
+ * The kernel refuses it (REJ 8) and the client gives up; perftest 4.5's
+ * retry after it even crashes in rdma_resolve_addr.  The window is
+ * short on an idle host, but perftest's server takes a second or more to
+ * set up its data QPs on a busy one while its client connects at once.
+ * So a REQ for a port that a listener of this process left less than
+ * UCMA_PARK_MS ago waits that long for the next listener (at most
+ * UCMA_PARKED such REQs), and is refused as usual if none comes. */
+#define UCMA_PARKED  16
+#define UCMA_PARK_MS 4000   /* below the REQ's own timeout (4.3 s): no resend meanwhile */
+
+static struct left { uint16_t ps, port; uint64_t until_ns; } left[UCMA_PARKED];
+static unsigned left_next;
+static struct parked {
+	uint64_t until_ns;            /* 0: free */
+	struct ucma_port *p;
+	uint32_t sip;
+	uint16_t ps, port;
+	uint8_t mad[CM_MAD_LEN];
+} parked[UCMA_PARKED];
+static int replaying;             /* a parked REQ is not parked again */
+
+void ucma_cm_listener_left(const struct ucma_id *id)
+{
+	left[left_next++ % UCMA_PARKED] = (struct left){
+		.ps = id->ps, .port = ntohs(id->src.sin_port),
+		.until_ns = ucma_now_ns() + (uint64_t)UCMA_PARK_MS * 1000000 };
+}
+
+/* Whether the REQ in MAD (for PS/PORT, nobody listening) waits. */
+static int park(struct ucma_port *p, uint32_t sip, uint64_t sid, const uint8_t *mad)
+{
+	uint64_t now = ucma_now_ns();
+	struct parked *free_slot = NULL;
+	uint16_t ps, port;
+	int lately = 0;
+
+	if (replaying || cm_service_id_split(sid, &ps, &port))
+		return 0;
+	for (unsigned i = 0; i < UCMA_PARKED; i++)
+		lately |= left[i].until_ns > now && left[i].ps == ps && left[i].port == port;
+	if (!lately)
+		return 0;
+	for (unsigned i = 0; i < UCMA_PARKED; i++) {
+		if (!parked[i].until_ns)
+			free_slot = free_slot ? free_slot : &parked[i];
+		else if (parked[i].sip == sip && !memcmp(parked[i].mad, mad, CM_MAD_LEN))
+			return 1;                 /* the same REQ again */
+	}
+	if (!free_slot)
+		return 0;
+	*free_slot = (struct parked){ .until_ns = now + (uint64_t)UCMA_PARK_MS * 1000000, .p = p,
+				      .sip = sip, .ps = ps, .port = port };
+	memcpy(free_slot->mad, mad, CM_MAD_LEN);
+	return 1;
+}
+
+static void replay(struct parked *k)
+{
+	struct parked req = *k;
+
+	k->until_ns = 0;
+	replaying = 1;
+	ucma_cm_input(req.p, req.sip, req.mad, CM_MAD_LEN);
+	replaying = 0;
+}
+
+void ucma_cm_listening(const struct ucma_id *id)
+{
+	for (unsigned i = 0; i < UCMA_PARKED; i++)
+		if (parked[i].until_ns && parked[i].ps == id->ps &&
+		    parked[i].port == ntohs(id->src.sin_port))
+			replay(&parked[i]);
+}
+
+static void req_input(struct ucma_port *p, uint32_t sip, const struct cm_msg *m,
+		      const uint8_t *mad)
 {
 	const struct cm_req *req = &m->req;
 	uint32_t cur = 0, dst_ip, src_ip;
@@ -444,7 +524,7 @@ static void req_input(struct ucma_port *p, uint32_t sip, const struct cm_msg *m)
 	}
 	l = listener_for(p, req->service_id, req->private_data, &dst_ip, &src_port, &src_ip, &refuse);
 	if (!l) {
-		if (refuse)
+		if (refuse && !park(p, sip, req->service_id, mad))
 			rej_for(p, sip, m->hdr.tid, req->local_comm_id, CM_MSG_REQ,
 				CM_REJ_INVALID_SERVICE_ID);
 		return;
@@ -784,12 +864,13 @@ void ucma_cm_input(struct ucma_port *p, uint32_t sip, const uint8_t *mad, uint32
 	struct ucma_id *id;
 	uint32_t ours;
 
+	ucma_trace_mad(replaying ? "in (parked)" : "in", sip, mad, len);
 	if (cm_mad_parse(mad, len, &m, &why)) {
 		ucma_count_drop(UCMA_DROP_bad_mad);
 		return;
 	}
 	switch (m.hdr.attr_id) {
-	case CM_ATTR_REQ:      req_input(p, sip, &m); return;
+	case CM_ATTR_REQ:      req_input(p, sip, &m, mad); return;
 	case CM_ATTR_SIDR_REQ: sidr_req_input(p, sip, &m); return;
 	case CM_ATTR_REP:      ours = m.rep.remote_comm_id; break;
 	case CM_ATTR_RTU:      ours = m.rtu.remote_comm_id; break;
@@ -859,6 +940,9 @@ void ucma_cm_timers(uint64_t now_ns)
 	while ((id = ucma_id_each(&cur)))
 		if (id->timer_ns && id->timer_ns <= now_ns)
 			expire(id);
+	for (unsigned i = 0; i < UCMA_PARKED; i++)
+		if (parked[i].until_ns && parked[i].until_ns <= now_ns)
+			replay(&parked[i]);      /* nobody came: refused now */
 }
 
 uint64_t ucma_cm_next_timer(void)
@@ -871,6 +955,9 @@ uint64_t ucma_cm_next_timer(void)
 	while ((id = ucma_id_each(&cur)))
 		if (id->timer_ns && id->timer_ns < due)
 			due = id->timer_ns;
+	for (unsigned i = 0; i < UCMA_PARKED; i++)
+		if (parked[i].until_ns && parked[i].until_ns < due)
+			due = parked[i].until_ns;
 	pthread_mutex_unlock(&ucma_lock);
 	return due;
 }

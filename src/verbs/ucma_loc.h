@@ -158,6 +158,16 @@ struct ucma_id *ucma_id_each(uint32_t *cursor);
 struct ucma_event *ucma_event_new(struct ucma_id *id, int event, int status);
 void ucma_event_queue(struct ucma_file *f, struct ucma_event *ev);
 
+/* An address that binds to no device and listens on all of them: the
+ * any-address and, as the kernel's cma_any_addr, loopback (127/8).
+ * libfabric's verbs provider asks for "localhost" when given no address
+ * (fi_getinfo(NULL, NULL)): the kernel's rdma_bind_addr succeeds with no
+ * device, and libfabric then takes the devices' own addresses. */
+static inline int ucma_ip_any(uint32_t ip)
+{
+	return ip == htonl(INADDR_ANY) || (ntohl(ip) >> 24) == 127;
+}
+
 /* ucma_port.c: devices, the wire, timers, reservations */
 int  ucma_port_for_ip(uint32_t ip, struct ucma_port **out);
 int  ucma_ports_all(void);
@@ -177,7 +187,11 @@ void ucma_print_drops(FILE *f);
 
 /* ucma_cm.c: the CM protocol */
 void ucma_cm_input(struct ucma_port *p, uint32_t sip, const uint8_t *mad, uint32_t len);
+extern int ucma_trace;
+void ucma_trace_mad(const char *dir, uint32_t ip, const uint8_t *mad, uint32_t len);
 void ucma_cm_timers(uint64_t now_ns);
+void ucma_cm_listener_left(const struct ucma_id *id);
+void ucma_cm_listening(const struct ucma_id *id);
 uint64_t ucma_cm_next_timer(void);
 int  ucma_cm_connect(struct ucma_id *id, const struct rdma_ucm_conn_param *cp);
 int  ucma_cm_accept(struct ucma_id *id, const struct rdma_ucm_conn_param *cp);

@@ -217,6 +217,7 @@ int ucma_send_mad(struct ucma_port *p, uint32_t dip, const uint8_t mad[CM_MAD_LE
 	struct rnic_send_wr *bad;
 	int err = rnic_post_send(p->gsi, &wr, &bad);
 
+	ucma_trace_mad(err ? "out (failed)" : "out", dip, mad, CM_MAD_LEN);
 	if (!err)
 		rnic_progress_tx(p->rnic, rnic_now_ns());
 	return -err;
@@ -251,6 +252,7 @@ static void port_run(struct ucma_port *p, uint64_t now)
 static void *thread_main(void *arg)
 {
 	(void)arg;
+	verbs_short_slice();   /* a MAD is answered without waiting out a busy thread's slice */
 	for (;;) {
 		struct pollfd pfd[MAX_PORTS + 1];
 		uint64_t now = ucma_now_ns(), due = ucma_cm_next_timer(), wait;

@@ -32,7 +32,11 @@
 /* Device name: "jk_" + interface name (one device per interface). */
 #define VERBS_DEV_PREFIX "jk_"
 #define VERBS_SYSFS_ROOT "/sys/class/infiniband/"   /* ibdev_path prefix */
-#define VERBS_MAX_CQE    65536
+/* The RNIC's own limit. libfabric's ofi_rxm asks its verbs CQ for
+ * (rx + tx size) x FI_UNIVERSE_SIZE entries, 262144 by default (mlx5 offers
+ * 4M - 1).  The ring is calloc'ed: its pages (40 B an entry) are touched
+ * only as completions reach them. */
+#define VERBS_MAX_CQE    (1 << 20)                  /* RNIC_MAX_CQE */
 #define VERBS_VENDOR_ID  0x4a4b                     /* "JK" */
 #define VERBS_PART_ID    0x0001
 
@@ -74,10 +78,14 @@ struct verbs_ctx {
 				       * at once (APP_GRACE), else APP_AFTER */
 	int ep_fd;                    /* the thread's epoll set: kick, and the RNIC when watched */
 	int no_pwait2;                /* the kernel refused epoll_pwait2: epoll_wait */
+	/* the thread's doubt of a program that polls (verbs_progress.c) */
+	uint64_t doubt_at;            /* from then on a packet is looked at in APP_SPINS */
+	uint64_t doubt_backoff;       /* how long a program proven alive is not doubted */
 	/* what the hand-over costs (JK_RNIC_STATS=1 prints them at close) */
 	uint64_t thread_wakeups;      /* the thread's epoll waits that returned */
 	uint64_t thread_runs;         /* RNIC runs by the thread */
 	uint64_t thread_takeovers;    /* a packet or silence made the thread the driver */
+	uint64_t thread_doubts;       /* packets looked at while the program polled */
 	atomic_uint app_lock_waits;   /* ibv_poll_cq found the lock taken */
 };
 
@@ -182,6 +190,7 @@ int  verbs_ctx_query_port(struct ibv_context *c, uint8_t port, struct ibv_port_a
 int  verbs_progress_start(struct verbs_ctx *ctx);
 void verbs_progress_stop(struct verbs_ctx *ctx);
 void verbs_progress_kick(struct verbs_ctx *ctx);
+void verbs_short_slice(void);
 /* The application is about to sleep (waiting for an event): the thread
  * takes over at once. */
 void verbs_app_idle(struct verbs_ctx *ctx);

@@ -411,10 +411,18 @@ struct ibv_qp *verbs_create_qp_ex(struct ibv_context *context, struct ibv_qp_ini
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
-	if (a->cap.max_inline_data > RNIC_MAX_INLINE) {
+	if (a->cap.max_inline_data > RNIC_MAX_INLINE || a->cap.max_send_sge > RNIC_MAX_SGE) {
 		errno = EINVAL;
 		return NULL;
 	}
+	/* As rxe: the send queue's entries hold max_send_sge scatter entries,
+	 * and as many bytes of inline data fit in them whatever was asked
+	 * (rdma_xclient asks for none and sends 16 bytes inline); the caps
+	 * given back say so. */
+	if (a->cap.max_inline_data < a->cap.max_send_sge * sizeof(struct ibv_sge))
+		a->cap.max_inline_data = a->cap.max_send_sge * (uint32_t)sizeof(struct ibv_sge);
+	if (a->cap.max_inline_data > RNIC_MAX_INLINE)
+		a->cap.max_inline_data = RNIC_MAX_INLINE;
 	qp = calloc(1, sizeof(*qp));
 	if (!qp) {
 		errno = ENOMEM;
@@ -501,6 +509,18 @@ VERBS_EXPORT struct ibv_qp_ex *ibv_qp_to_qp_ex(struct ibv_qp *ibqp)
 	return qp->is_ex ? &qp->qpx : NULL;
 }
 
+/* A NIC takes each packet as it arrives; the soft RNIC only when it is run.
+ * Before a QP is destroyed, reset or moved to ERR, what has already arrived
+ * is taken, as a NIC would have taken it before the application could ask:
+ * the ACK of its last send, above all.  Otherwise a peer that acks and then
+ * disconnects at once leaves that send flushed here (ofi_rxm closes its
+ * connection on the peer's DREQ from its CM thread while the application
+ * still waits for the send: fi_pingpong -e rdm's last message). */
+static void take_arrived(struct verbs_ctx *ctx)
+{
+	verbs_progress_locked(ctx, rnic_now_ns(), 1);
+}
+
 VERBS_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *a, int mask)
 {
 	struct verbs_ctx *ctx = to_vctx(ibqp->context);
@@ -540,6 +560,8 @@ VERBS_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *a, int m
 	r.dest_qp_num = a->dest_qp_num;
 	r.qkey = a->qkey;
 	pthread_mutex_lock(&ctx->lock);
+	if ((mask & IBV_QP_STATE) && (r.qp_state == RNIC_QPS_ERR || r.qp_state == RNIC_QPS_RESET))
+		take_arrived(ctx);
 	if ((mask & IBV_QP_CUR_STATE) &&
 	    to_rnic_state[a->cur_qp_state <= IBV_QPS_ERR ? a->cur_qp_state : IBV_QPS_SQD] !=
 		    rnic_qp_state(qp->rqp))
@@ -616,6 +638,7 @@ VERBS_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 		;
 	if (*p)
 		*p = qp->next;
+	take_arrived(ctx);
 	rnic_destroy_qp(qp->rqp);
 	pthread_mutex_unlock(&ctx->lock);
 	verbs_async_forget(ctx, ibqp);

@@ -32,11 +32,14 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sched.h>
 #include <sys/eventfd.h>
 #include <time.h>
 #include <unistd.h>
@@ -48,6 +51,8 @@
 				      * wait this, or for a packet */
 #define SPIN_CHECK_NS 10000000ull    /* a spinning application still polls? */
 #define GRACE_EAGER   1024           /* completions watched at once after a miss */
+#define DOUBT_PATIENCE_NS 50000ull   /* a program that polls polls again within this */
+#define DOUBT_BACKOFF_MIN 1000000ull /* a program proven to poll is not doubted for this */
 #define KEY_KICK      1
 #define KEY_RNIC      2
 
@@ -237,29 +242,114 @@ static int wait_for(struct verbs_ctx *ctx, uint64_t ns)
 	return rx;
 }
 
-/* In APP_SPINS or APP_GRACE: a packet in APP_GRACE makes the thread the
- * driver; a poll count standing still for SPIN_CHECK_NS too. */
+/* Like wait_for(), on the kick and the RNIC's descriptor whether the epoll
+ * set watches it or not (the application's side changes the set). */
+static int wait_for_packet(struct verbs_ctx *ctx, uint64_t ns)
+{
+	struct pollfd fds[2] = { { .fd = ctx->kick_fd, .events = POLLIN },
+				 { .fd = rnic_fd(ctx->rnic), .events = POLLIN } };
+	struct timespec ts = { .tv_sec = (time_t)(ns / 1000000000ull),
+			       .tv_nsec = (long)(ns % 1000000000ull) };
+	uint64_t drain;
+	int n = ppoll(fds, 2, &ts, NULL);
+
+	ctx->thread_wakeups++;
+	if (n <= 0)
+		return 0;
+	if (fds[0].revents & POLLIN)
+		(void)!read(ctx->kick_fd, &drain, sizeof(drain));
+	if (fds[1].revents & POLLERR) {   /* the link went down: clear it */
+		pthread_mutex_lock(&ctx->lock);
+		rnic_fd_error(ctx->rnic);
+		pthread_mutex_unlock(&ctx->lock);
+	}
+	return (fds[1].revents & (POLLIN | POLLERR)) != 0;
+}
+
+/* The thread becomes the driver, unless the application changed state. */
+static void take_over(struct verbs_ctx *ctx, int st)
+{
+	if (!atomic_compare_exchange_strong(&ctx->app_state, &st, APP_IDLE))
+		return;
+	ctx->thread_takeovers++;
+	if (st == APP_SPINS || st == APP_AFTER)
+		watch_rnic(ctx, 1);
+	if (st == APP_AFTER)      /* it went away after a completion */
+		atomic_store(&ctx->grace_eager, GRACE_EAGER);
+	ctx->doubt_at = 0;        /* it went away: doubted at once next time */
+	ctx->doubt_backoff = 0;
+}
+
+/* In APP_SPINS, APP_AFTER or APP_GRACE.  A packet in APP_GRACE makes the
+ * thread the driver; a poll count standing still for SPIN_CHECK_NS too.
+ *
+ * In APP_SPINS and APP_AFTER the thread is not woken per packet: a program
+ * that polls drives its own RNIC.  But a program can poll its CQ empty and
+ * then spin on memory the peer writes (riostream: rsockets' riowrite polls,
+ * then it waits for a byte to change) and never poll again until that
+ * packet is processed.  So a packet is looked at (doubted), once per
+ * backoff: if the program has not polled within DOUBT_PATIENCE_NS of it,
+ * it went away and the thread drives; if it has, it is left alone for
+ * twice as long as last time (DOUBT_BACKOFF_MIN .. SPIN_CHECK_NS), so a
+ * program that always polls (UCX, MPI, perftest's send_lat) costs the
+ * thread at most one wake-up per 10 ms. */
 static void stand_back(struct verbs_ctx *ctx)
 {
 	unsigned polls = atomic_load(&ctx->poll_count);
-	int rx = wait_for(ctx, SPIN_CHECK_NS);
 	int st = atomic_load(&ctx->app_state);
+	int rx;
 
-	if ((st == APP_GRACE && rx) || (st != APP_IDLE && atomic_load(&ctx->poll_count) == polls &&
-					!rx)) {
-		if (atomic_compare_exchange_strong(&ctx->app_state, &st, APP_IDLE)) {
-			ctx->thread_takeovers++;
-			if (st == APP_SPINS || st == APP_AFTER)
-				watch_rnic(ctx, 1);
-			if (st == APP_AFTER)      /* it went away after a completion */
-				atomic_store(&ctx->grace_eager, GRACE_EAGER);
+	if (st != APP_GRACE && rnic_now_ns() >= ctx->doubt_at) {
+		rx = wait_for_packet(ctx, SPIN_CHECK_NS);
+		st = atomic_load(&ctx->app_state);
+		if (rx && st != APP_IDLE && st != APP_GRACE) {
+			ctx->thread_doubts++;
+			polls = atomic_load(&ctx->poll_count);
+			wait_for(ctx, DOUBT_PATIENCE_NS);
+			if (atomic_load(&ctx->poll_count) == polls) {
+				take_over(ctx, atomic_load(&ctx->app_state));
+				return;
+			}
+			ctx->doubt_backoff = ctx->doubt_backoff ? 2 * ctx->doubt_backoff : DOUBT_BACKOFF_MIN;
+			if (ctx->doubt_backoff > SPIN_CHECK_NS)
+				ctx->doubt_backoff = SPIN_CHECK_NS;
+			ctx->doubt_at = rnic_now_ns() + ctx->doubt_backoff;
+			return;
 		}
+	} else {
+		rx = wait_for(ctx, SPIN_CHECK_NS);
+		st = atomic_load(&ctx->app_state);
 	}
+	if ((st == APP_GRACE && rx) || (st != APP_IDLE && atomic_load(&ctx->poll_count) == polls && !rx))
+		take_over(ctx, st);
+}
+
+/* Asks the scheduler for a short slice (SCHED_OTHER's sched_runtime, no
+ * privilege needed): a thread that runs for microseconds at a time then
+ * preempts a busy thread when it wakes, instead of waiting out that
+ * thread's slice (EEVDF protects a running task's slice, about 3 ms on
+ * this 2-core machine).  That wait is what a program spinning on memory
+ * the peer writes (ib_write_lat, riostream) paid per message when every
+ * core was busy.  A kernel without custom slices refuses it: no matter. */
+void verbs_short_slice(void)
+{
+	struct {                      /* <linux/sched/types.h>, version 0 */
+		uint32_t size, sched_policy;
+		uint64_t sched_flags;
+		int32_t sched_nice;
+		uint32_t sched_priority;
+		uint64_t sched_runtime, sched_deadline, sched_period;
+	} attr = { .size = sizeof(attr), .sched_policy = SCHED_OTHER,
+		   .sched_runtime = 100000 };   /* ns: the kernel's minimum */
+
+	(void)syscall(SYS_sched_setattr, 0, &attr, 0);
 }
 
 static void *progress_main(void *arg)
 {
 	struct verbs_ctx *ctx = arg;
+
+	verbs_short_slice();
 
 	/* timers to the microsecond: the default 50 us of slack would more
 	 * than double a held ACK's 20 us */
@@ -336,8 +426,8 @@ void verbs_progress_stop(struct verbs_ctx *ctx)
 	}
 	if (stats && atoi(stats) > 0)
 		fprintf(stderr, "verbs pid %d: thread_wakeups=%" PRIu64 " thread_runs=%" PRIu64
-			" thread_takeovers=%" PRIu64 " app_polls=%u app_lock_waits=%u\n", (int)getpid(),
-			ctx->thread_wakeups, ctx->thread_runs, ctx->thread_takeovers,
+			" thread_takeovers=%" PRIu64 " thread_doubts=%" PRIu64 " app_polls=%u app_lock_waits=%u\n", (int)getpid(),
+			ctx->thread_wakeups, ctx->thread_runs, ctx->thread_takeovers, ctx->thread_doubts,
 			atomic_load(&ctx->poll_count), atomic_load(&ctx->app_lock_waits));
 	if (ctx->kick_fd >= 0)
 		close(ctx->kick_fd);

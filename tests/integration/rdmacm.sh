@@ -7,9 +7,17 @@
 # a connection to a port nobody listens on is refused (REJ, reason 8);
 # two servers of one tenant on two ports each get their own clients; a
 # server killed mid-connection leaves its port free for the next one.
+# libfabric's fi_pingpong over its verbs provider: FI_EP_MSG, and FI_EP_RDM
+# through ofi_rxm.  rdma_xserver/xclient (RC), riostream (rsockets' RDMA
+# WRITEs into a mapped buffer that the receiver spins on).  perftest with
+# -R (all its connections through RDMA CM): ib_write_bw, ib_send_bw,
+# ib_read_lat, and once with a server slowed between its control listener
+# and its data listener (a REQ that comes between two listeners waits for
+# the second instead of being refused).
 # datapaths: user ebpf
 source "$(dirname "$0")/../lib.sh"
-need python3 rping ucmatose udaddy rdma_server rdma_client rstream cmtime ss fi_info
+need python3 rping ucmatose udaddy rdma_server rdma_client rdma_xserver rdma_xclient rstream riostream \
+	cmtime ss fi_info fi_pingpong ib_write_bw ib_send_bw ib_read_lat gdb iperf3
 [ -x "$JAKIRO_BIN/jakiro-verbs" ] || { echo "# jakiro-verbs not built"; exit 77; }
 
 cat > "$WORK/topo.json" <<'JSON'
@@ -65,6 +73,26 @@ else
 	not_ok "fi_info -p verbs: jk_eth0, FI_EP_MSG over RDMA CM" "$(printf '%s' "$out" | head -5 | tr '\n' ' ')"
 fi
 
+# fi_pingpong: its server waits for the client's control connection (TCP
+# 47592) first, and only then asks for the verbs endpoint with no address
+# (the provider binds "localhost": the kernel's RDMA CM takes loopback as the
+# any-address, and so does ours) and binds its RDMA CM port.  -e rdm is
+# ofi_rxm over MSG endpoints, whose CQ wants 262144 entries.
+fi_ctrl_listening() { lab exec "$1" -- ss -ltn | grep -q ":47592 "; }
+for ep in msg rdm; do
+	name="fi_pingpong -p verbs -e $ep, server on h2"
+	lab_bg exec --verbs blue2 -- timeout 60 fi_pingpong -p verbs -e $ep > "$WORK/fi_$ep.srv" 2>&1
+	spid=$!
+	if wait_until 10 fi_ctrl_listening blue2 &&
+	   lab exec --verbs blue1 -- timeout 60 fi_pingpong -p verbs -e $ep 10.0.0.2 > "$WORK/fi_$ep.cli" 2>&1 &&
+	   wait $spid && grep -qE "^1m +10 +=10 " "$WORK/fi_$ep.cli" && grep -qE "^1m +10 +=10 " "$WORK/fi_$ep.srv"; then
+		ok "$name: $(grep -E '^4k ' "$WORK/fi_$ep.cli" | tr -s ' ')"
+	else
+		not_ok "$name" "$(tail -n 3 "$WORK/fi_$ep.cli" "$WORK/fi_$ep.srv" | tr '\n' ' ')"
+		kill $spid 2>/dev/null; wait $spid 2>/dev/null
+	fi
+done
+
 # rping -V checks every byte of every ping it gets back.
 cm_pair "rping -V, 50 pings, server on h2" blue2 blue1 7174 "ping data: rdma-ping-49" \
 	"server ping data: rdma-ping-49" \
@@ -80,6 +108,62 @@ cm_pair "rdma_server / rdma_client, server on h2" blue2 blue1 7471 "rdma_client:
 	"rdma_server: end 0" rdma_server -- rdma_client -s 10.0.0.2
 cm_pair "rstream (rsockets), 4 KiB x 1000, server on h1" blue1 blue2 7471 "^custom +4k +1k" "^custom +4k +1k" \
 	rstream -S 4096 -C 1000 -- rstream -s 10.0.0.1 -S 4096 -C 1000
+
+cm_pair "rdma_xserver / rdma_xclient (RC, inline send), server on h2" blue2 blue1 7471 \
+	"rdma_xclient: end 0" "rdma_xserver: end 0" rdma_xserver -- rdma_xclient -s 10.0.0.2
+cm_pair "riostream (rsockets, riowrite), 4 KiB x 100, server on h2" blue2 blue1 7471 "^custom +4k +100 " \
+	"^custom +4k +100 " riostream -b 10.0.0.2 -S 4096 -C 100 -- riostream -s 10.0.0.2 -S 4096 -C 100
+
+# perftest -R: the control exchange and the data QPs both over RDMA CM
+# (port 18515).  Each side prints one result line.
+# (A latency test's server prints no result line, only its peer's QP.)
+for t in "ib_write_bw -s 65536 -n 200" "ib_send_bw -s 65536 -n 200" "ib_read_lat -s 8 -n 200"; do
+	srv_re="^ *[0-9]+ +200 +[0-9.]+"
+	case $t in *_lat*) srv_re="remote address: LID" ;; esac
+	cm_pair "${t%% *} -R, server on h2" blue2 blue1 18515 "^ *[0-9]+ +200 +[0-9.]+" \
+		"$srv_re" $t -R -- $t -R 10.0.0.2
+done
+# The same with the server held 0.3 s (gdb) after its control connection,
+# before it listens again for the data connection: the client's data REQ
+# comes while nobody listens.  Refused (REJ 8, as the kernel would), perftest
+# 4.5 retries and crashes in rdma_resolve_addr; parked, it waits for the
+# listener.
+cat > "$WORK/slow.gdb" <<'GDB'
+set breakpoint pending on
+break rdma_create_event_channel
+ignore 1 1
+commands 1
+shell sleep 0.3
+continue
+end
+run
+GDB
+cm_pair "ib_read_lat -R, server slow to listen again: the data REQ waits for it" blue2 blue1 18515 \
+	"^ *8 +200 +[0-9.]+" "remote address: LID" \
+	gdb -q -batch -x "$WORK/slow.gdb" --args ib_read_lat -s 8 -n 200 -R -- ib_read_lat -s 8 -n 200 -R 10.0.0.2
+
+# An ordinary socket program over rsockets: iperf3 with librspreload (both
+# ends), 2 s.  Debian's librspreload gives select()'s results back under
+# the wrong fd unless the CM's files sit above the application's (ucma.c,
+# fd_moved_up): the server then never read and the client stalled after
+# 128 KiB.  (rdma-core 44's rpoll sees an accepted connection only after
+# its 5 s wake-up interval: the run takes about 12 s.)
+RSPRELOAD=$(ls /usr/lib/*/rsocket/librspreload.so 2>/dev/null | head -1)
+if [ -z "$RSPRELOAD" ]; then
+	not_ok "iperf3 over rsockets (librspreload)" "no librspreload.so (librdmacm1)"
+else
+	LD_PRELOAD=$RSPRELOAD lab_bg exec --verbs blue2 -- timeout 60 iperf3 -s -1 > "$WORK/rs.srv" 2>&1
+	spid=$!
+	rs_listening() { lab exec blue2 -- ss -xa | grep -q "@jakiro-rdma-cm/port/0x106/5201 "; }
+	if wait_until 10 rs_listening &&
+	   LD_PRELOAD=$RSPRELOAD lab exec --verbs blue1 -- timeout 60 iperf3 -c 10.0.0.2 -t 2 > "$WORK/rs.cli" 2>&1 &&
+	   wait $spid && grep -qE "[0-9.]+ [KMG]?bits/sec +receiver" "$WORK/rs.cli"; then
+		ok "iperf3 over rsockets (librspreload), 2 s: $(grep -E 'receiver' "$WORK/rs.cli" | tr -s ' ' | cut -d' ' -f6-7)"
+	else
+		not_ok "iperf3 over rsockets (librspreload)" "$(tail -n 3 "$WORK/rs.cli" "$WORK/rs.srv" | tr '\n' ' ')"
+		kill $spid 2>/dev/null; wait $spid 2>/dev/null
+	fi
+fi
 
 # cmtime: its server never exits; the client's table is the result.
 lab_bg exec --verbs blue2 -- timeout 60 cmtime > "$WORK/cmtime.srv" 2>&1
