@@ -120,6 +120,16 @@ int      rnic_fd(const struct rnic_dev *dev);
  * the negative errno, or 0. */
 int      rnic_fd_error(struct rnic_dev *dev);
 uint64_t rnic_next_due(struct rnic_dev *dev, uint64_t now_ns);
+/* ICMP "port unreachable" for what the device sent: nothing at the
+ * destination address has the RoCE port open.  rnic_report_unreachable()
+ * asks for them (an RDMA CM's device: a REQ to a tenant where no program
+ * uses RDMA); they then raise POLLERR on rnic_tx_fd(), and each
+ * rnic_take_unreachable() gives one: the destination and the UDP payload
+ * that was sent (the RoCE packet, as much as fits in CAP); returns its
+ * length, 0 when none is left, or a negative errno. */
+int      rnic_report_unreachable(struct rnic_dev *dev);
+int      rnic_tx_fd(const struct rnic_dev *dev);
+int      rnic_take_unreachable(struct rnic_dev *dev, uint32_t *dip, uint8_t *buf, size_t cap);
 
 /* ---- protection domain, memory region ----------------------------------- */
 

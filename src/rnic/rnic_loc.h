@@ -244,7 +244,10 @@ struct rnic_dev {
 	int netdev_mtu;
 	enum rnic_mtu active_mtu;
 	union rnic_gid gid[RNIC_GID_TBL_LEN];
-	int udp_fd;                   /* bound to ip:4791; transmit path */
+	int udp_fd;                   /* bound to ip:4791: owns the port; transmit path */
+	int tx_fd;                    /* what sends leave by: udp_fd, or a socket of its
+				       * own (rnic_report_unreachable) */
+	uint16_t tx_sport;            /* tx_fd's port, in the UDP header the ICRC covers */
 	int rx_fd;                    /* AF_PACKET on the interface; receive path (see rnic_net.c) */
 
 	struct rnic_qp *qp[RNIC_MAX_QP];

@@ -38,12 +38,15 @@
  * frames by recvmmsg.
  */
 #include <errno.h>
+#include <time.h>              /* before linux/errqueue.h, which uses struct timespec */
+#include <linux/errqueue.h>
 #include <linux/filter.h>
 #include <linux/if_ether.h>
 #include <linux/if_packet.h>
 #include <linux/udp.h>
 #include <linux/virtio_net.h>
 #include <netinet/ip.h>
+#include <netinet/ip_icmp.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <sys/mman.h>
@@ -87,9 +90,12 @@ static int attach(int fd, struct sock_filter *code, unsigned short len)
 	return setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof(prog)) ? -errno : 0;
 }
 
-static int open_udp(struct rnic_dev *dev)
+/* A UDP socket bound to dev->ip:PORT (0: an ephemeral port) for sending;
+ * what arrives on it is dropped (a reject-all filter), the AF_PACKET
+ * socket reads. */
+static int open_udp(struct rnic_dev *dev, uint16_t port, int *out)
 {
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(RNIC_UDP_PORT),
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port),
 				  .sin_addr.s_addr = dev->ip };
 	struct sock_filter reject[] = { BPF_STMT(BPF_RET | BPF_K, 0) };
 	int tos = RNIC_ECN_ECT0, pmtu = IP_PMTUDISC_DO, one = 1, err;
@@ -111,7 +117,7 @@ static int open_udp(struct rnic_dev *dev)
 		err = set_buf(fd, SO_SNDBUFFORCE, SO_SNDBUF, RNIC_SNDBUF);
 	if (err)
 		goto fail;
-	dev->udp_fd = fd;
+	*out = fd;
 	return 0;
 fail:
 	close(fd);
@@ -219,7 +225,8 @@ int rnic_net_open(struct rnic_dev *dev)
 {
 	int err;
 
-	dev->udp_fd = dev->rx_fd = -1;
+	dev->udp_fd = dev->tx_fd = dev->rx_fd = -1;
+	dev->tx_sport = RNIC_UDP_PORT;
 	dev->rxbuf = aligned_alloc(64, (size_t)RNIC_RX_BATCH * RNIC_RX_SLOT_ALIGNED);
 	dev->rxseg = calloc((size_t)RNIC_RX_BATCH * RNIC_RX_SEGS, sizeof(*dev->rxseg));
 	if (!dev->rxbuf || !dev->rxseg) {
@@ -232,7 +239,8 @@ int rnic_net_open(struct rnic_dev *dev)
 		dev->rxm[i].msg_hdr.msg_iov = &dev->rxiov[i];
 		dev->rxm[i].msg_hdr.msg_iovlen = 1;
 	}
-	err = open_udp(dev);
+	err = open_udp(dev, RNIC_UDP_PORT, &dev->udp_fd);
+	dev->tx_fd = dev->udp_fd;
 	if (!err)
 		err = open_rx(dev);
 	if (err)
@@ -242,11 +250,13 @@ int rnic_net_open(struct rnic_dev *dev)
 
 void rnic_net_close(struct rnic_dev *dev)
 {
+	if (dev->tx_fd >= 0 && dev->tx_fd != dev->udp_fd)
+		close(dev->tx_fd);
 	if (dev->udp_fd >= 0)
 		close(dev->udp_fd);
 	if (dev->rx_fd >= 0)
 		close(dev->rx_fd);
-	dev->udp_fd = dev->rx_fd = -1;
+	dev->udp_fd = dev->tx_fd = dev->rx_fd = -1;
 	if (dev->ring)
 		munmap(dev->ring, RNIC_RING_SIZE);
 	dev->ring = NULL;
@@ -287,6 +297,68 @@ static void drop_queued(struct rnic_dev *dev)
 		if (n <= 0)
 			break;
 		dev->cnt.drop_trunc += (uint64_t)n;
+	}
+}
+
+/* ICMP errors for what the device sent.  The kernel gives an ICMP error to
+ * the one socket its lookup finds for the packet's addresses and ports, and
+ * every soft RNIC of the address (the applications' too) has a socket bound
+ * to 4791 with SO_REUSEADDR: the CM's would rarely be the one.  So the
+ * device sends from a socket of its own, on an ephemeral source port (RoCEv2
+ * leaves the source port free, for entropy: rxe takes one per QP; replies
+ * go to 4791 whatever it is), with IP_RECVERR. */
+int rnic_report_unreachable(struct rnic_dev *dev)
+{
+	struct sockaddr_in sa;
+	socklen_t len = sizeof(sa);
+	int one = 1, fd, err;
+
+	if (dev->tx_fd != dev->udp_fd)
+		return 0;
+	err = open_udp(dev, 0, &fd);
+	if (err)
+		return err;
+	if (setsockopt(fd, IPPROTO_IP, IP_RECVERR, &one, sizeof(one)) ||
+	    getsockname(fd, (struct sockaddr *)&sa, &len)) {
+		err = -errno;
+		close(fd);
+		return err;
+	}
+	dev->tx_fd = fd;
+	dev->tx_sport = ntohs(sa.sin_port);
+	return 0;
+}
+
+int rnic_tx_fd(const struct rnic_dev *dev)
+{
+	return dev->tx_fd;
+}
+
+int rnic_take_unreachable(struct rnic_dev *dev, uint32_t *dip, uint8_t *buf, size_t cap)
+{
+	for (;;) {
+		struct sockaddr_in to;
+		union { char raw[256]; struct cmsghdr align; } ctl;
+		struct iovec iov = { .iov_base = buf, .iov_len = cap };
+		struct msghdr mh = { .msg_name = &to, .msg_namelen = sizeof(to), .msg_iov = &iov,
+				     .msg_iovlen = 1, .msg_control = ctl.raw,
+				     .msg_controllen = sizeof(ctl.raw) };
+		ssize_t n = recvmsg(dev->tx_fd, &mh, MSG_ERRQUEUE | MSG_DONTWAIT);
+
+		if (n < 0)
+			return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -errno;
+		for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
+			struct sock_extended_err ee;
+
+			if (c->cmsg_level != IPPROTO_IP || c->cmsg_type != IP_RECVERR)
+				continue;
+			memcpy(&ee, CMSG_DATA(c), sizeof(ee));
+			if (ee.ee_origin == SO_EE_ORIGIN_ICMP && ee.ee_type == ICMP_DEST_UNREACH &&
+			    ee.ee_code == ICMP_PORT_UNREACH && mh.msg_namelen >= sizeof(to)) {
+				*dip = to.sin_addr.s_addr;
+				return (int)n;
+			}
+		}
 	}
 }
 
@@ -487,7 +559,7 @@ void rnic_tx_put(struct rnic_dev *dev, struct rnic_txpkt *t, int hdr_len,
 	ip->proto = RNIC_IPPROTO_UDP;
 	ip->saddr.raw = dev->ip;
 	ip->daddr.raw = dip;
-	udp->sport = rn_put16(RNIC_UDP_PORT);
+	udp->sport = rn_put16(dev->tx_sport);
 	udp->dport = rn_put16(RNIC_UDP_PORT);
 	udp->len = rn_put16(udp_len);
 
@@ -560,7 +632,7 @@ void rnic_tx_flush(struct rnic_dev *dev)
 
 	add_segment_size(dev);
 	while (done < dev->nmsg) {
-		int n = sendmmsg(dev->udp_fd, dev->txm + done, dev->nmsg - done, MSG_DONTWAIT);
+		int n = sendmmsg(dev->tx_fd, dev->txm + done, dev->nmsg - done, MSG_DONTWAIT);
 
 		dev->cnt.tx_calls++;
 		if (n > 0) {
@@ -573,7 +645,7 @@ void rnic_tx_flush(struct rnic_dev *dev)
 		}
 		if ((errno == EAGAIN || errno == ENOBUFS || errno == EINTR) &&
 		    ++tries < RNIC_TX_TRIES) {
-			struct pollfd p = { .fd = dev->udp_fd, .events = POLLOUT };
+			struct pollfd p = { .fd = dev->tx_fd, .events = POLLOUT };
 
 			poll(&p, 1, 1);
 			continue;

@@ -900,6 +900,43 @@ void ucma_cm_input(struct ucma_port *p, uint32_t sip, const uint8_t *mad, uint32
 	}
 }
 
+/* A MAD we sent to DIP came back as ICMP "port unreachable": nothing at
+ * that address has the RoCE port open, i.e. no program of that tenant
+ * uses RDMA (the CM lives in the processes that use it; a host with
+ * rxe always has one, in its kernel).  The kernel CM would resend the
+ * REQ for about 98 s and then report UNREACHABLE; a REQ is refused here as
+ * a CM there would refuse it, nobody listening (REJ 8), and a SIDR_REQ is
+ * UNREACHABLE as a SIDR_REP refusing it would make it.  Other MADs are
+ * left to their timers. */
+void ucma_cm_unreachable(uint32_t dip, const uint8_t *mad, uint32_t len)
+{
+	enum cm_mad_error why;
+	struct cm_msg m, rej;
+	struct ucma_id *id;
+
+	ucma_trace_mad("unreachable", dip, mad, len);
+	if (cm_mad_parse(mad, len, &m, &why))
+		return;
+	if (m.hdr.attr_id == CM_ATTR_REQ) {
+		id = by_comm_id(m.req.local_comm_id, dip);
+		if (!id || id->cm != CM_REQ_SENT)
+			return;
+		cm_msg_init(&rej, CM_ATTR_REJ, m.hdr.tid);
+		rej.rej.local_comm_id = 0;
+		rej.rej.remote_comm_id = id->local_comm_id;
+		rej.rej.msg_rejected = CM_MSG_REQ;
+		rej.rej.reason = CM_REJ_INVALID_SERVICE_ID;
+		rej_input(id, &rej);
+	} else if (m.hdr.attr_id == CM_ATTR_SIDR_REQ) {
+		id = by_comm_id(m.sidr_req.request_id, dip);
+		if (!id || id->cm != CM_SIDR_REQ_SENT)
+			return;
+		timer_stop(id);
+		id->cm = CM_IDLE;
+		emit(id, ucma_event_new(id, RDMA_CM_EVENT_UNREACHABLE, -ECONNREFUSED));
+	}
+}
+
 static void expire(struct ucma_id *id)
 {
 	enum ucma_cm_state was = id->cm;

@@ -190,6 +190,7 @@ void ucma_cm_input(struct ucma_port *p, uint32_t sip, const uint8_t *mad, uint32
 extern int ucma_trace;
 void ucma_trace_mad(const char *dir, uint32_t ip, const uint8_t *mad, uint32_t len);
 void ucma_cm_timers(uint64_t now_ns);
+void ucma_cm_unreachable(uint32_t dip, const uint8_t *mad, uint32_t len);
 void ucma_cm_listener_left(const struct ucma_id *id);
 void ucma_cm_listening(const struct ucma_id *id);
 uint64_t ucma_cm_next_timer(void);

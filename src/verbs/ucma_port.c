@@ -142,6 +142,8 @@ static int port_open(uint32_t ip, struct ucma_port **out)
 					       .max_inline_data = CM_MAD_LEN };
 		err = -rnic_create_gsi_qp(p->pd, &qi, &p->gsi);
 	}
+	if (!err)     /* a MAD to a tenant where nobody uses RDMA: ucma_cm_unreachable() */
+		err = -rnic_report_unreachable(p->rnic);
 	qa.qkey = RNIC_GSI_QKEY;
 	qa.port_num = 1;
 	qa.qp_state = RNIC_QPS_INIT;
@@ -249,12 +251,26 @@ static void port_run(struct ucma_port *p, uint64_t now)
 	}
 }
 
+/* The MADs that came back as ICMP "port unreachable" (rnic_take_unreachable:
+ * the RoCE packet as sent, a UD SEND: BTH, DETH, the MAD). */
+#define UD_SEND_HDRS (12 + 8)        /* BTH, DETH */
+
+static void port_unreachable(struct ucma_port *p)
+{
+	uint8_t pkt[UD_SEND_HDRS + CM_MAD_LEN + 4];   /* and the ICRC */
+	uint32_t dip;
+	int n;
+
+	while ((n = rnic_take_unreachable(p->rnic, &dip, pkt, sizeof(pkt))) > UD_SEND_HDRS)
+		ucma_cm_unreachable(dip, pkt + UD_SEND_HDRS, (uint32_t)n - UD_SEND_HDRS);
+}
+
 static void *thread_main(void *arg)
 {
 	(void)arg;
 	verbs_short_slice();   /* a MAD is answered without waiting out a busy thread's slice */
 	for (;;) {
-		struct pollfd pfd[MAX_PORTS + 1];
+		struct pollfd pfd[2 * MAX_PORTS + 1];
 		uint64_t now = ucma_now_ns(), due = ucma_cm_next_timer(), wait;
 		struct timespec ts;
 		int n = 0;
@@ -267,6 +283,7 @@ static void *thread_main(void *arg)
 			if (d < due)
 				due = d;
 			pfd[n++] = (struct pollfd){ .fd = rnic_fd(p->rnic), .events = POLLIN };
+			pfd[n++] = (struct pollfd){ .fd = rnic_tx_fd(p->rnic), .events = 0 };   /* POLLERR */
 		}
 		pthread_mutex_unlock(&ucma_lock);
 		pfd[n++] = (struct pollfd){ .fd = kick_fd, .events = POLLIN };
@@ -284,6 +301,7 @@ static void *thread_main(void *arg)
 		for (struct ucma_port *p = ports; p; p = p->next) {
 			rnic_fd_error(p->rnic);
 			port_run(p, now);
+			port_unreachable(p);
 		}
 		ucma_cm_timers(now);
 		for (struct ucma_port *p = ports; p; p = p->next)

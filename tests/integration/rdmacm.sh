@@ -4,7 +4,8 @@
 # UD/SIDR, rdma_server/rdma_client, rstream over rsockets, cmtime) between
 # tenants on two hosts, over the drop-in libibverbs and its in-process RDMA
 # CM (`jakiro-lab exec --verbs`).  Each is held to what it prints.  Also:
-# a connection to a port nobody listens on is refused (REJ, reason 8);
+# a connection to a port nobody listens on is refused (REJ, reason 8), also
+# in a tenant where no program uses RDMA (from the ICMP port unreachable);
 # two servers of one tenant on two ports each get their own clients; a
 # server killed mid-connection leaves its port free for the next one.
 # libfabric's fi_pingpong over its verbs provider: FI_EP_MSG, and FI_EP_RDM
@@ -63,6 +64,17 @@ cm_pair() {
 		return 1
 	fi
 }
+
+# A tenant where no program uses RDMA (none yet in blue2): nothing there
+# has the RoCE port open, its kernel answers the REQ with ICMP port
+# unreachable, and the client is refused at once (REJ 8), not after the
+# kernel CM's ~98 s of retries.
+out=$(lab exec --verbs blue1 -- timeout 20 rping -c -a 10.0.0.2 -p 7999 -C 1 2>&1)
+if printf '%s\n' "$out" | grep -qE "RDMA_CM_EVENT_REJECTED, error 8"; then
+	ok "a REQ to a tenant where nothing uses RDMA is refused at once: REJ reason 8"
+else
+	not_ok "a REQ to a tenant where nothing uses RDMA is refused at once" "$(printf '%s' "$out" | tail -3 | tr '\n' ' ')"
+fi
 
 # libfabric's verbs provider finds the device, with RC endpoints connected
 # by RDMA CM.
