@@ -226,11 +226,16 @@ static int bind_addr(struct ucma_id *id, const struct sockaddr_in *src)
 
 	if (id->state != ID_IDLE)
 		return EINVAL;
-	if (!ucma_ip_any(src->sin_addr.s_addr)) {
+	/* The CM's devices open at bind, not at listen: a server that tells
+	 * its client the port between the two (qperf 0.4.11 does) must not have
+	 * the client's REQ answered by ICMP port unreachable (nothing of ours
+	 * on 4791 yet: ucma_cm_unreachable takes that as nobody listening). */
+	if (!ucma_ip_any(src->sin_addr.s_addr))
 		err = ucma_port_for_ip(src->sin_addr.s_addr, &p);
-		if (err)
-			return err;
-	}
+	else
+		err = ucma_ports_all();
+	if (err)
+		return err;
 	id->src.sin_addr = src->sin_addr;
 	err = ucma_reserve(id, ntohs(src->sin_port));
 	if (err)

@@ -299,6 +299,18 @@ int ucma_cm_establish(struct ucma_id *id)
 	return send_rtu(id);
 }
 
+/* The address handle attributes of a UD event: to ID's peer. */
+static void ud_path(struct rdma_ucm_ud_param *u, const struct ucma_id *id)
+{
+	rnic_gid_of_ipv4(u->ah_attr.grh.dgid, id->peer_ip);
+	u->ah_attr.grh.flow_label = id->flow_label;
+	u->ah_attr.grh.sgid_index = RNIC_GID_INDEX_V4;
+	u->ah_attr.grh.hop_limit = UCMA_HOP_LIMIT;
+	u->ah_attr.grh.traffic_class = id->tos;
+	u->ah_attr.is_global = 1;
+	u->ah_attr.port_num = 1;
+}
+
 static void sidr_rep_input(struct ucma_id *id, const struct cm_msg *m)
 {
 	const struct cm_sidr_rep *r = &m->sidr_rep;
@@ -320,13 +332,7 @@ static void sidr_rep_input(struct ucma_id *id, const struct cm_msg *m)
 
 		u->qp_num = r->qpn;
 		u->qkey = r->qkey;
-		rnic_gid_of_ipv4(u->ah_attr.grh.dgid, id->peer_ip);
-		u->ah_attr.grh.flow_label = id->flow_label;
-		u->ah_attr.grh.sgid_index = RNIC_GID_INDEX_V4;
-		u->ah_attr.grh.hop_limit = UCMA_HOP_LIMIT;
-		u->ah_attr.grh.traffic_class = id->tos;
-		u->ah_attr.is_global = 1;
-		u->ah_attr.port_num = 1;
+		ud_path(u, id);
 		memcpy(u->private_data, r->private_data, CM_SIDR_REP_PRIVATE_LEN);
 		u->private_data_len = CM_SIDR_REP_PRIVATE_LEN;
 	}
@@ -431,7 +437,9 @@ static void send_mra(struct ucma_id *c)
  * set up its data QPs on a busy one while its client connects at once.
  * So a REQ for a port that a listener of this process left less than
  * UCMA_PARK_MS ago waits that long for the next listener (at most
- * UCMA_PARKED such REQs), and is refused as usual if none comes. */
+ * UCMA_PARKED such REQs), and is refused as usual if none comes.  So does
+ * a REQ for a port this process has bound and not listened on yet (qperf
+ * 0.4.11 tells its client the port between its bind and its listen). */
 #define UCMA_PARKED  16
 #define UCMA_PARK_MS 4000   /* below the REQ's own timeout (4.3 s): no resend meanwhile */
 
@@ -453,6 +461,19 @@ void ucma_cm_listener_left(const struct ucma_id *id)
 		.until_ns = ucma_now_ns() + (uint64_t)UCMA_PARK_MS * 1000000 };
 }
 
+/* Whether an id of this process is bound to PS/PORT and not listening yet
+ * (a server between its bind and its listen). */
+static int bound_here(uint16_t ps, uint16_t port)
+{
+	uint32_t cur = 0;
+	struct ucma_id *id;
+
+	while ((id = ucma_id_each(&cur)))
+		if (id->state == ID_ADDR_BOUND && id->ps == ps && ntohs(id->src.sin_port) == port)
+			return 1;
+	return 0;
+}
+
 /* Whether the REQ in MAD (for PS/PORT, nobody listening) waits. */
 static int park(struct ucma_port *p, uint32_t sip, uint64_t sid, const uint8_t *mad)
 {
@@ -465,7 +486,7 @@ static int park(struct ucma_port *p, uint32_t sip, uint64_t sid, const uint8_t *
 		return 0;
 	for (unsigned i = 0; i < UCMA_PARKED; i++)
 		lately |= left[i].until_ns > now && left[i].ps == ps && left[i].port == port;
-	if (!lately)
+	if (!lately && !bound_here(ps, port))
 		return 0;
 	for (unsigned i = 0; i < UCMA_PARKED; i++) {
 		if (!parked[i].until_ns)
@@ -524,7 +545,7 @@ static void req_input(struct ucma_port *p, uint32_t sip, const struct cm_msg *m,
 	}
 	l = listener_for(p, req->service_id, req->private_data, &dst_ip, &src_port, &src_ip, &refuse);
 	if (!l) {
-		if (refuse && !park(p, sip, req->service_id, mad))
+		if (!park(p, sip, req->service_id, mad) && refuse)
 			rej_for(p, sip, m->hdr.tid, req->local_comm_id, CM_MSG_REQ,
 				CM_REJ_INVALID_SERVICE_ID);
 		return;
@@ -905,9 +926,10 @@ void ucma_cm_input(struct ucma_port *p, uint32_t sip, const uint8_t *mad, uint32
  * uses RDMA (the CM lives in the processes that use it; a host with
  * rxe always has one, in its kernel).  The kernel CM would resend the
  * REQ for about 98 s and then report UNREACHABLE; a REQ is refused here as
- * a CM there would refuse it, nobody listening (REJ 8), and a SIDR_REQ is
- * UNREACHABLE as a SIDR_REP refusing it would make it.  Other MADs are
- * left to their timers. */
+ * a CM there would refuse it, nobody listening (REJ 8), a SIDR_REQ is
+ * UNREACHABLE as a SIDR_REP refusing it would make it, and a DREQ ends in
+ * DISCONNECTED as the peer's DREP would (its process died, and with it the
+ * only CM that could answer).  Other MADs are left to their timers. */
 void ucma_cm_unreachable(uint32_t dip, const uint8_t *mad, uint32_t len)
 {
 	enum cm_mad_error why;
@@ -927,6 +949,13 @@ void ucma_cm_unreachable(uint32_t dip, const uint8_t *mad, uint32_t len)
 		rej.rej.msg_rejected = CM_MSG_REQ;
 		rej.rej.reason = CM_REJ_INVALID_SERVICE_ID;
 		rej_input(id, &rej);
+	} else if (m.hdr.attr_id == CM_ATTR_DREQ) {
+		/* the peer's process is gone (a killed server: its kernel CM
+		 * would have answered for it): disconnected now, not after
+		 * 15 resends */
+		id = by_comm_id(m.dreq.local_comm_id, dip);
+		if (id && id->cm == CM_DREQ_SENT)
+			drep_input(id);
 	} else if (m.hdr.attr_id == CM_ATTR_SIDR_REQ) {
 		id = by_comm_id(m.sidr_req.request_id, dip);
 		if (!id || id->cm != CM_SIDR_REQ_SENT)

@@ -18,7 +18,7 @@
 # datapaths: user ebpf
 source "$(dirname "$0")/../lib.sh"
 need python3 rping ucmatose udaddy rdma_server rdma_client rdma_xserver rdma_xclient rstream riostream \
-	cmtime ss fi_info fi_pingpong ib_write_bw ib_send_bw ib_read_lat gdb iperf3
+	cmtime ss fi_info fi_pingpong ib_write_bw ib_send_bw ib_read_lat gdb iperf3 qperf
 [ -x "$JAKIRO_BIN/jakiro-verbs" ] || { echo "# jakiro-verbs not built"; exit 77; }
 
 cat > "$WORK/topo.json" <<'JSON'
@@ -176,6 +176,25 @@ else
 		kill $spid 2>/dev/null; wait $spid 2>/dev/null
 	fi
 fi
+
+# qperf -cm1 (RC over RDMA CM).  Its server forks a child per test, which
+# opens its own device and CM.  Debian's qperf 0.4.11 has two bugs fixed
+# upstream after it: the server tells its client the CM port between bind
+# and listen (118a571; a REQ for a bound port waits for the listen here) and
+# its child crashes in rdma_destroy_qp at the end of every test (83bc16e);
+# the client's DREQ then comes back as ICMP port unreachable, which ends its
+# disconnect at once instead of after 15 resends.
+qperf_listening() { lab exec blue2 -- ss -ltn | grep -q ":19765 "; }
+lab_bg exec --verbs blue2 -- timeout 90 qperf > "$WORK/qperf.srv" 2>&1
+spid=$!
+if wait_until 10 qperf_listening &&
+   lab exec --verbs blue1 -- timeout 80 qperf 10.0.0.2 -cm1 -t 1 rc_lat rc_rdma_write_bw > "$WORK/qperf.cli" 2>&1 &&
+   grep -qE "latency += +[0-9.]+ us" "$WORK/qperf.cli" && grep -qE "bw += +[0-9.]+ [KMG]B/sec" "$WORK/qperf.cli"; then
+	ok "qperf -cm1 rc_lat, rc_rdma_write_bw: $(grep -E 'latency|bw' "$WORK/qperf.cli" | tr -s ' ' | tr '\n' ' ')"
+else
+	not_ok "qperf -cm1 rc_lat, rc_rdma_write_bw" "$(tail -n 4 "$WORK/qperf.cli" "$WORK/qperf.srv" | tr '\n' ' ')"
+fi
+kill $spid 2>/dev/null; wait $spid 2>/dev/null
 
 # cmtime: its server never exits; the client's table is the result.
 lab_bg exec --verbs blue2 -- timeout 60 cmtime > "$WORK/cmtime.srv" 2>&1
