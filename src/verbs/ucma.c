@@ -845,7 +845,6 @@ static ssize_t ucma_write(int fd, const void *buf, size_t len)
 	f = file_of(fd);
 	err = f ? dispatch(f, hdr.cmd, body, hdr.in, hdr.out) : EBADF;
 	pthread_mutex_unlock(&ucma_lock);
-	ucma_kick();
 	if (ucma_trace)
 		fprintf(stderr, "ucma: fd %d cmd %u in %u out %u: %s\n", fd, hdr.cmd, hdr.in, hdr.out,
 			err ? strerror(err) : "ok");
@@ -948,7 +947,6 @@ static int ucma_close(int fd)
 		file_free(f);
 	}
 	pthread_mutex_unlock(&ucma_lock);
-	ucma_kick();
 	if (!f) {
 		errno = EBADF;
 		return -1;

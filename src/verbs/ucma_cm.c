@@ -67,6 +67,7 @@ static void timer_set(struct ucma_id *id, uint32_t ms, int retries)
 	id->timeout_ms = ms;
 	id->retries_left = retries;
 	id->timer_ns = ucma_now_ns() + (uint64_t)ms * 1000000;
+	ucma_timer_armed(id->timer_ns);
 }
 
 static void timer_stop(struct ucma_id *id)
@@ -499,6 +500,7 @@ static int park(struct ucma_port *p, uint32_t sip, uint64_t sid, const uint8_t *
 	*free_slot = (struct parked){ .until_ns = now + (uint64_t)UCMA_PARK_MS * 1000000, .p = p,
 				      .sip = sip, .ps = ps, .port = port };
 	memcpy(free_slot->mad, mad, CM_MAD_LEN);
+	ucma_timer_armed(free_slot->until_ns);
 	return 1;
 }
 
@@ -1017,14 +1019,12 @@ uint64_t ucma_cm_next_timer(void)
 	uint32_t cur = 0;
 	struct ucma_id *id;
 
-	pthread_mutex_lock(&ucma_lock);
 	while ((id = ucma_id_each(&cur)))
 		if (id->timer_ns && id->timer_ns < due)
 			due = id->timer_ns;
 	for (unsigned i = 0; i < UCMA_PARKED; i++)
 		if (parked[i].until_ns && parked[i].until_ns < due)
 			due = parked[i].until_ns;
-	pthread_mutex_unlock(&ucma_lock);
 	return due;
 }
 

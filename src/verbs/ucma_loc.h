@@ -179,6 +179,7 @@ void ucma_release(struct ucma_id *id);
 int  ucma_service_listened(uint16_t ps, uint16_t port);
 int  ucma_reject_role(struct ucma_port *p);
 void ucma_kick(void);
+void ucma_timer_armed(uint64_t due_ns);
 uint64_t ucma_now_ns(void);
 int  ucma_thread_start(void);
 void ucma_count_drop(enum ucma_drop why);
@@ -193,7 +194,7 @@ void ucma_cm_timers(uint64_t now_ns);
 void ucma_cm_unreachable(uint32_t dip, const uint8_t *mad, uint32_t len);
 void ucma_cm_listener_left(const struct ucma_id *id);
 void ucma_cm_listening(const struct ucma_id *id);
-uint64_t ucma_cm_next_timer(void);
+uint64_t ucma_cm_next_timer(void);   /* ucma_lock held */
 int  ucma_cm_connect(struct ucma_id *id, const struct rdma_ucm_conn_param *cp);
 int  ucma_cm_accept(struct ucma_id *id, const struct rdma_ucm_conn_param *cp);
 int  ucma_cm_reject(struct ucma_id *id, uint8_t reason, const uint8_t *pd, uint8_t len);

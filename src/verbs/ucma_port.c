@@ -4,8 +4,12 @@
  * MADs leave as UD SENDs to the peer's QP 1 (inline, 256 bytes) and
  * arrive in UCMA_RECV_BUFS posted receives.  The CM thread sleeps on the
  * RNICs' descriptors and a kick eventfd, runs the RNICs, hands each MAD to
- * ucma_cm.c and runs the CM's timers; commands (ucma.c) kick it after
- * sending, so what they queued leaves at once.
+ * ucma_cm.c and runs the CM's timers.  A command sends its MADs itself
+ * (ucma_send_mad) and queues its events itself; the thread is kicked only
+ * when it must look again: a device to watch, a timer due before it would
+ * wake (ucma_timer_armed), a send the socket could not take yet.  (A kick
+ * per command cost each connection about 17 wake-ups of the thread, which
+ * then held the lock the application's next command wanted.)
  *
  * Port numbers are reserved per network namespace, across processes, by
  * binding an abstract Unix socket named after the port space and port
@@ -50,6 +54,18 @@ void ucma_kick(void)
 {
 	if (kick_fd >= 0)
 		(void)eventfd_write(kick_fd, 1);
+}
+
+/* When the CM thread wakes next (under ucma_lock). */
+static uint64_t thread_wake_ns;
+
+/* A timer now due at DUE_NS (ucma_lock held): the thread is woken only if
+ * it would sleep past it.  A command needs no other wake-up: what it sends
+ * leaves at once (ucma_send_mad), its events go straight to its file. */
+void ucma_timer_armed(uint64_t due_ns)
+{
+	if (due_ns < thread_wake_ns)
+		ucma_kick();
 }
 
 /* ---- devices -------------------------------------------------------------- */
@@ -182,6 +198,7 @@ int ucma_port_for_ip(uint32_t ip, struct ucma_port **out)
 		return err == ENODEV ? EADDRNOTAVAIL : err;
 	p->next = ports;
 	ports = p;
+	ucma_kick();                  /* the thread watches one more device */
 	*out = p;
 	return 0;
 }
@@ -220,8 +237,13 @@ int ucma_send_mad(struct ucma_port *p, uint32_t dip, const uint8_t mad[CM_MAD_LE
 	int err = rnic_post_send(p->gsi, &wr, &bad);
 
 	ucma_trace_mad(err ? "out (failed)" : "out", dip, mad, CM_MAD_LEN);
-	if (!err)
-		rnic_progress_tx(p->rnic, rnic_now_ns());
+	if (!err) {
+		uint64_t now = rnic_now_ns();
+
+		rnic_progress_tx(p->rnic, now);
+		if (rnic_next_due(p->rnic, now) <= now)
+			ucma_kick();          /* the socket was full: the thread sends it */
+	}
 	return -err;
 }
 
@@ -271,12 +293,13 @@ static void *thread_main(void *arg)
 	verbs_short_slice();   /* a MAD is answered without waiting out a busy thread's slice */
 	for (;;) {
 		struct pollfd pfd[2 * MAX_PORTS + 1];
-		uint64_t now = ucma_now_ns(), due = ucma_cm_next_timer(), wait;
+		uint64_t now = ucma_now_ns(), due, wait;
 		struct timespec ts;
 		int n = 0;
 		eventfd_t v;
 
 		pthread_mutex_lock(&ucma_lock);
+		due = ucma_cm_next_timer();
 		for (struct ucma_port *p = ports; p; p = p->next) {
 			uint64_t d = rnic_next_due(p->rnic, now);
 
@@ -285,13 +308,14 @@ static void *thread_main(void *arg)
 			pfd[n++] = (struct pollfd){ .fd = rnic_fd(p->rnic), .events = POLLIN };
 			pfd[n++] = (struct pollfd){ .fd = rnic_tx_fd(p->rnic), .events = 0 };   /* POLLERR */
 		}
-		pthread_mutex_unlock(&ucma_lock);
 		pfd[n++] = (struct pollfd){ .fd = kick_fd, .events = POLLIN };
 		/* to the nanosecond (poll's milliseconds rounded every short
 		 * timer up to 1 ms), at most a second */
 		wait = due <= now ? 0 : due - now;
 		if (wait > 1000000000ull)
 			wait = 1000000000ull;
+		thread_wake_ns = now + wait;  /* a timer armed before it kicks */
+		pthread_mutex_unlock(&ucma_lock);
 		ts = (struct timespec){ .tv_sec = (time_t)(wait / 1000000000ull),
 					.tv_nsec = (long)(wait % 1000000000ull) };
 		if (ppoll(pfd, (nfds_t)n, &ts, NULL) > 0 && (pfd[n - 1].revents & POLLIN))

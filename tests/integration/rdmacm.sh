@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # librdmacm programs, unmodified, in container tenants through jakiro:
 # Debian's rdmacm-utils (rping with its data verified, ucmatose, udaddy over
-# UD/SIDR, rdma_server/rdma_client, rstream over rsockets, cmtime) between
-# tenants on two hosts, over the drop-in libibverbs and its in-process RDMA
-# CM (`jakiro-lab exec --verbs`).  Each is held to what it prints.  Also:
+# UD/SIDR, rdma_server/rdma_client, rstream over rsockets, cmtime, and
+# build/bin/jk_cm_lat against cmtime's server) between tenants on two
+# hosts, over the drop-in libibverbs and its in-process RDMA CM
+# (`jakiro-lab exec --verbs`).  Each is held to what it prints.  Also:
 # a connection to a port nobody listens on is refused (REJ, reason 8), also
 # in a tenant where no program uses RDMA (from the ICMP port unreachable);
 # two servers of one tenant on two ports each get their own clients; a
@@ -206,6 +207,19 @@ if wait_until 10 cm_bound blue2 7471 &&
 else
 	not_ok "cmtime, 200 connections" "$(tail -n 4 "$WORK/cmtime.cli" "$WORK/cmtime.srv" | tr '\n' ' ')"
 fi
+# jk_cm_lat against the same server (it accepts any number): every step of
+# every connection timed, one at a time and 8 under way at once.
+for q in 1 8; do
+	if lab exec --verbs blue1 -- timeout 60 "$JAKIRO_BIN/jk_cm_lat" -s 10.0.0.2 -c 100 -q $q \
+		> "$WORK/cmlat$q.out" 2>&1 &&
+	   [ "$(grep -cE '^(create_id|resolve_addr|resolve_route|create_qp|connect|disconnect|destroy|setup) +100( +[0-9.]+){5}$' \
+		"$WORK/cmlat$q.out")" = 8 ] &&
+	   grep -qE '^conn_per_s +[0-9.]+$' "$WORK/cmlat$q.out"; then
+		ok "jk_cm_lat, 100 connections, $q under way: $(grep -E '^(connect|conn_per_s) ' "$WORK/cmlat$q.out" | tr -s ' ' | tr '\n' ' ')"
+	else
+		not_ok "jk_cm_lat, 100 connections, $q under way" "$(tail -n 4 "$WORK/cmlat$q.out" | tr '\n' ' ')"
+	fi
+done
 kill $spid 2>/dev/null; wait $spid 2>/dev/null
 
 # Nobody listens on 7999: the peer's CM refuses the REQ (REJ, invalid
