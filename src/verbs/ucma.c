@@ -172,7 +172,7 @@ static void events_forget(struct ucma_file *f, const struct ucma_id *id)
 
 static void id_destroy(struct ucma_id *id)
 {
-	if (id->state == ID_LISTEN)
+	if (id->state == ID_LISTEN && !id->v6only)
 		ucma_cm_listener_left(id);
 	events_forget(id->file, id);
 	ucma_cm_destroy(id);
@@ -218,8 +218,8 @@ static void addr_out(const struct ucma_id *id, const struct sockaddr_in *a, void
 }
 
 /* Binds ID to SRC (address any, loopback as any, or one of ours; port 0:
- * ephemeral). */
-static int bind_addr(struct ucma_id *id, const struct sockaddr_in *src)
+ * ephemeral).  V6ONLY: the program bound IPv6's "::" with AFONLY set. */
+static int bind_addr(struct ucma_id *id, const struct sockaddr_in *src, int v6only)
 {
 	struct ucma_port *p = NULL;
 	int err;
@@ -230,6 +230,7 @@ static int bind_addr(struct ucma_id *id, const struct sockaddr_in *src)
 	 * its client the port between the two (qperf 0.4.11 does) must not have
 	 * the client's REQ answered by ICMP port unreachable (nothing of ours
 	 * on 4791 yet: ucma_cm_unreachable takes that as nobody listening). */
+	id->v6only = (uint8_t)v6only;
 	if (!ucma_ip_any(src->sin_addr.s_addr))
 		err = ucma_port_for_ip(src->sin_addr.s_addr, &p);
 	else
@@ -309,7 +310,11 @@ static int cmd_bind_ip(struct ucma_file *f, const void *body)
 		return err;
 	if ((err = sin_from6(&c->addr, &src, &id->v6)))
 		return err;
-	return bind_addr(id, &src);
+	/* "::" with AFONLY (tgtd binds 0.0.0.0 and then "::" on one port, both
+	 * AFONLY): as the kernel's cma_check_port, it shares no port with IPv4,
+	 * and as its cma_match_private_data, no IPv4 REQ reaches it. */
+	return bind_addr(id, &src, c->addr.sin6_family == AF_INET6 &&
+			 IN6_IS_ADDR_UNSPECIFIED(&c->addr.sin6_addr) && id->afonly);
 }
 
 static int cmd_bind(struct ucma_file *f, const void *body)
@@ -327,7 +332,7 @@ static int cmd_bind(struct ucma_file *f, const void *body)
 	if (c->addr.ss_family != AF_INET || c->addr_size != sizeof(src))
 		return EAFNOSUPPORT;
 	memcpy(&src, &c->addr, sizeof(src));
-	return bind_addr(id, &src);
+	return bind_addr(id, &src, 0);
 }
 
 /* Address resolution: the route and the neighbour are the kernel's (the
@@ -345,7 +350,7 @@ static int resolve_ip(struct ucma_id *id, const struct sockaddr_in *src,
 
 		if (src && src->sin_family == AF_INET)
 			any = *src;
-		if ((err = bind_addr(id, &any)))
+		if ((err = bind_addr(id, &any, 0)))
 			return err;
 	}
 	if (id->state != ID_ADDR_BOUND)
@@ -519,7 +524,7 @@ static int cmd_listen(struct ucma_file *f, const void *body)
 	if (id->state == ID_IDLE) {
 		struct sockaddr_in any = { .sin_family = AF_INET };
 
-		if ((err = bind_addr(id, &any)))
+		if ((err = bind_addr(id, &any, 0)))
 			return err;
 	}
 	if (id->state != ID_ADDR_BOUND)
@@ -603,6 +608,41 @@ static void file_free(struct ucma_file *f)
 	free(f);
 }
 
+/* Whether the thread in ucma_write could be cancelled when it came in.
+ * The kernel's GET_EVENT blocks in write(), a cancellation point, and a
+ * thread cancelled there leaves nothing behind; libiscsi's iSER initiator
+ * cancels its CM thread so (iser.c, iser_free_iser_conn_res).  Here the
+ * command runs under ucma_lock with cancellation off, and only the wait
+ * for an event can be cancelled: the waiter is uncounted and the lock
+ * given back, where before the thread left holding it and the process's
+ * next CM command (its rdma_destroy_id) waited for ever. */
+static _Thread_local int cancel_enabled;
+
+static void get_event_cancelled(void *arg)
+{
+	struct ucma_file *f = arg;
+
+	f->waiters--;
+	if (f->closing && !f->waiters)      /* closed meanwhile: nobody holds it now */
+		file_free(f);
+	pthread_mutex_unlock(&ucma_lock);
+}
+
+static void wait_event(struct ucma_file *f)
+{
+	f->waiters++;
+	if (cancel_enabled) {
+		pthread_cleanup_push(get_event_cancelled, f);
+		pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, NULL);
+		pthread_cond_wait(&f->cond, &ucma_lock);
+		pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
+		pthread_cleanup_pop(0);
+	} else {
+		pthread_cond_wait(&f->cond, &ucma_lock);
+	}
+	f->waiters--;
+}
+
 static int cmd_get_event(struct ucma_file *f, const void *body, uint16_t out)
 {
 	const struct rdma_ucm_get_event *c = body;
@@ -618,9 +658,7 @@ static int cmd_get_event(struct ucma_file *f, const void *body, uint16_t out)
 
 		if (fl >= 0 && (fl & O_NONBLOCK))
 			return EAGAIN;
-		f->waiters++;
-		pthread_cond_wait(&f->cond, &ucma_lock);
-		f->waiters--;
+		wait_event(f);
 	}
 	ev = f->head;
 	if (copy_out(c->response, &ev->resp, sizeof(ev->resp), out))
@@ -822,7 +860,7 @@ static ssize_t ucma_write(int fd, const void *buf, size_t len)
 	struct rdma_ucm_cmd_hdr hdr;
 	uint64_t body[64];        /* the largest command (RESOLVE_ADDR) is 272 bytes */
 	struct ucma_file *f;
-	int err;
+	int err, cancel_state;
 
 	if (len < sizeof(hdr)) {
 		errno = EINVAL;
@@ -841,10 +879,14 @@ static ssize_t ucma_write(int fd, const void *buf, size_t len)
 		errno = EINVAL;
 		return -1;
 	}
+	/* no cancellation under ucma_lock but in GET_EVENT's wait (wait_event) */
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel_state);
+	cancel_enabled = cancel_state == PTHREAD_CANCEL_ENABLE;
 	pthread_mutex_lock(&ucma_lock);
 	f = file_of(fd);
 	err = f ? dispatch(f, hdr.cmd, body, hdr.in, hdr.out) : EBADF;
 	pthread_mutex_unlock(&ucma_lock);
+	pthread_setcancelstate(cancel_state, NULL);
 	if (ucma_trace)
 		fprintf(stderr, "ucma: fd %d cmd %u in %u out %u: %s\n", fd, hdr.cmd, hdr.in, hdr.out,
 			err ? strerror(err) : "ok");
@@ -927,7 +969,9 @@ static int ucma_close(int fd)
 	struct ucma_file **pp, *f = NULL;
 	uint32_t cur = 0;
 	struct ucma_id *id;
+	int cancel_state;
 
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel_state);
 	pthread_mutex_lock(&ucma_lock);
 	for (pp = &files; *pp; pp = &(*pp)->next)
 		if ((*pp)->fd == fd) {
@@ -947,6 +991,7 @@ static int ucma_close(int fd)
 		file_free(f);
 	}
 	pthread_mutex_unlock(&ucma_lock);
+	pthread_setcancelstate(cancel_state, NULL);
 	if (!f) {
 		errno = EBADF;
 		return -1;

@@ -348,7 +348,8 @@ static struct ucma_id *find_listener(uint16_t ps, uint16_t port, uint32_t ip)
 	struct ucma_id *id;
 
 	while ((id = ucma_id_each(&cur)))
-		if (id->state == ID_LISTEN && id->ps == ps && ntohs(id->src.sin_port) == port &&
+		if (id->state == ID_LISTEN && !id->v6only && id->ps == ps &&
+		    ntohs(id->src.sin_port) == port &&
 		    (ucma_ip_any(id->src.sin_addr.s_addr) || id->src.sin_addr.s_addr == ip))
 			return id;
 	return NULL;
@@ -516,6 +517,8 @@ static void replay(struct parked *k)
 
 void ucma_cm_listening(const struct ucma_id *id)
 {
+	if (id->v6only)
+		return;
 	for (unsigned i = 0; i < UCMA_PARKED; i++)
 		if (parked[i].until_ns && parked[i].ps == id->ps &&
 		    parked[i].port == ntohs(id->src.sin_port))

@@ -108,6 +108,8 @@ struct ucma_id {
 	enum ucma_state state;
 	struct sockaddr_in src, dst;
 	uint8_t v6;                   /* the program gave IPv6 (:: or ::ffff:a.b.c.d) */
+	uint8_t v6only;               /* bound to "::" with AFONLY: IPv6 only, which the
+	                               * RNIC does not carry (a port of its own; no REQ) */
 	struct ucma_port *port;       /* the device, once bound to an address */
 	int reserve_fd;               /* the port's reservation, or -1 */
 	uint32_t events_reported;

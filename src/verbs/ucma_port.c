@@ -346,7 +346,7 @@ int ucma_thread_start(void)
 		kick_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 		if (kick_fd < 0)
 			err = errno;
-		else if ((err = pthread_create(&thread, NULL, thread_main, NULL)) == 0)
+		else if ((err = verbs_thread_create(&thread, thread_main, NULL)) == 0)
 			thread_started = 1;
 		else {
 			close(kick_fd);
@@ -408,10 +408,11 @@ static int reserve_name(uint16_t ps, uint16_t port, const char *what)
 
 int ucma_reserve(struct ucma_id *id, uint16_t port)
 {
+	const char *what = id->v6only ? "port6" : "port";   /* IPv6-only: ports of their own */
 	int fd;
 
 	if (port) {
-		fd = reserve_name(id->ps, port, "port");
+		fd = reserve_name(id->ps, port, what);
 		if (fd < 0)
 			return -fd;
 	} else {
@@ -422,7 +423,7 @@ int ucma_reserve(struct ucma_id *id, uint16_t port)
 			r = (uint32_t)ucma_now_ns();
 		for (tries = 0, fd = -EADDRINUSE; fd == -EADDRINUSE && tries <= PORT_HI - PORT_LO; tries++) {
 			port = (uint16_t)(PORT_LO + (r + (uint32_t)tries) % (PORT_HI - PORT_LO + 1));
-			fd = reserve_name(id->ps, port, "port");
+			fd = reserve_name(id->ps, port, what);
 		}
 		if (fd < 0)
 			return fd == -EADDRINUSE ? EADDRNOTAVAIL : -fd;

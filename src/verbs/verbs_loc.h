@@ -186,6 +186,9 @@ int ibv_dofork_range(void *base, size_t size);
 int  verbs_ctx_query_port(struct ibv_context *c, uint8_t port, struct ibv_port_attr *a,
 			  size_t len);
 
+/* verbs_misc.c: a thread of the drop-in's own (progress, RDMA CM) */
+int  verbs_thread_create(pthread_t *t, void *(*fn)(void *), void *arg);
+
 /* verbs_progress.c */
 int  verbs_progress_start(struct verbs_ctx *ctx);
 void verbs_progress_stop(struct verbs_ctx *ctx);

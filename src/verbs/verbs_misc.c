@@ -3,6 +3,7 @@
  * Strings and numbers are libibverbs' own, since scripts match them.
  */
 #include <errno.h>
+#include <signal.h>
 #include <stdint.h>
 #include <unistd.h>
 
@@ -218,4 +219,23 @@ VERBS_EXPORT void ibv_ack_async_event(struct ibv_async_event *event)
 		pthread_cond_broadcast(&srq->cond);
 		pthread_mutex_unlock(&srq->mutex);
 	}
+}
+
+/* The drop-in's threads take no signal.  The kernel's verbs and RDMA CM
+ * run no thread in the process, and a program that blocks a signal to take
+ * it by sigwait or a signalfd blocks it in the threads it knows of: a
+ * thread of ours started before would take it instead.  tgtd blocks
+ * SIGUSR2 (its backing store's threads wake the main thread through a
+ * signalfd) after its iSER driver opened the RDMA CM, and the CM's thread
+ * took the first SIGUSR2, whose default action ended tgtd. */
+int verbs_thread_create(pthread_t *t, void *(*fn)(void *), void *arg)
+{
+	sigset_t all, old;
+	int err;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	err = pthread_create(t, NULL, fn, arg);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return err;
 }

@@ -400,7 +400,7 @@ int verbs_progress_start(struct verbs_ctx *ctx)
 	}
 	watch_rnic(ctx, 1);
 	atomic_store(&ctx->grace_eager, GRACE_EAGER);
-	err = -pthread_create(&ctx->thread, NULL, progress_main, ctx);
+	err = -verbs_thread_create(&ctx->thread, progress_main, ctx);
 	if (err)
 		goto fail;
 	ctx->thread_running = 1;
