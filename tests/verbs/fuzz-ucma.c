@@ -35,6 +35,7 @@ static uint8_t last_sent[CM_MAD_LEN];
 
 uint64_t ucma_now_ns(void) { return fake_now; }
 void ucma_kick(void) { }
+void ucma_timer_armed(uint64_t due_ns) { (void)due_ns; }
 int ucma_thread_start(void) { return 0; }
 void ucma_count_drop(enum ucma_drop why) { (void)why; }
 int ucma_ports_all(void) { return 0; }
@@ -212,6 +213,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			memcpy(mad + CM_MAD_HDR_LEN + 4, &be, sizeof(be));   /* remote comm ID */
 		}
 		pthread_mutex_lock(&ucma_lock);
+		if (ctl & 64)      /* what we sent last comes back: ICMP port unreachable */
+			ucma_cm_unreachable(sip, last_sent, CM_MAD_LEN);
+		if (ctl & 128)     /* or whatever the error queue holds */
+			ucma_cm_unreachable(sip, mad, CM_MAD_LEN);
 		ucma_cm_input(&the_port, sip, mad, CM_MAD_LEN);
 		if (ctl & 32) {
 			fake_now += 10000000000ull;
