@@ -568,8 +568,9 @@ VERBS_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *a, int m
 		err = -EINVAL;
 	else
 		err = rnic_modify_qp(qp->rqp, &r, rmask);
-	if (!err) {
-		ibqp->state = to_ibv_state[rnic_qp_state(qp->rqp)];
+	if (!err && (mask & IBV_QP_STATE)) {
+		/* as libibverbs: the state asked for (and only then) */
+		ibqp->state = a->qp_state;
 		/* ERR set by the application raises no event */
 		qp->err_seen = ibqp->state == IBV_QPS_ERR;
 	}
@@ -594,6 +595,8 @@ VERBS_EXPORT int ibv_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *a, int ma
 	memset(init, 0, sizeof(*init));
 	a->qp_state = to_ibv_state[r.qp_state];
 	a->cur_qp_state = a->qp_state;
+	if (mask & IBV_QP_STATE)        /* as libibverbs' ibv_query_qp */
+		ibqp->state = a->qp_state;
 	a->path_mtu = (enum ibv_mtu)(r.path_mtu ? r.path_mtu : d.active_mtu);
 	a->path_mig_state = IBV_MIG_MIGRATED;
 	a->rq_psn = r.rq_psn;

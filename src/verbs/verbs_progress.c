@@ -121,8 +121,12 @@ void verbs_notify_async(struct verbs_ctx *ctx)
 	for (struct verbs_qp *qp = ctx->qps; qp; qp = qp->next) {
 		if (qp->err_seen || rnic_qp_state(qp->rqp) != RNIC_QPS_ERR)
 			continue;
+		/* ibv_qp.state is left alone: libibverbs sets it only in
+		 * ibv_modify_qp and ibv_query_qp, so after a NIC fails a QP
+		 * it still says RTS.  UCX's rc_verbs asserts RTS whenever it
+		 * posts, its flush of a failed endpoint included: a server
+		 * whose client died aborted here (io_demo). */
 		qp->err_seen = 1;
-		qp->qpx.qp_base.state = IBV_QPS_ERR;
 		async_push(ctx, &(struct ibv_async_event){ .element.qp = &qp->qpx.qp_base,
 							   .event_type = IBV_EVENT_QP_FATAL });
 	}

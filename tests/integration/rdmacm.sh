@@ -18,7 +18,10 @@
 # the second instead of being refused).  Storage over RDMA: Debian's tgt
 # serving a LUN over iSER to libiscsi's iscsi-inq, iscsi-readcapacity16,
 # iscsi-perf and iscsi-test-cu (reads and writes, the written blocks
-# checked in the LUN's file).
+# checked in the LUN's file).  UCX's client/server connection
+# establishment through its rdmacm CM (ucx-utils' io_demo: endpoints from a
+# sockaddr), each host once as the server, and a UCX server whose client
+# was killed mid-transfer serving the next one.
 # datapaths: user ebpf
 source "$(dirname "$0")/../lib.sh"
 need python3 rping ucmatose udaddy rdma_server rdma_client rdma_xserver rdma_xclient rstream riostream \
@@ -355,5 +358,121 @@ tgtadm_ --mode target --op delete --tid 1 --force > /dev/null 2>&1
 tgtadm_ --mode system --op delete > /dev/null 2>&1
 wait_until 10 tgtd_gone || kill -KILL $tpid 2>/dev/null
 wait $tpid 2>/dev/null
+
+# UCX's client/server (sockaddr) wire-up through its rdmacm CM component
+# (libuct_rdmacm).  ucx-utils' io_demo is UCX 1.13's client/server program:
+# its server listens on a sockaddr (ucp_listener_create), its client
+# creates each endpoint from one, and the CM's private data carries the
+# UCP addresses (up to 54 bytes a message).  (ucx_perftest 1.13
+# exchanges worker addresses over its own TCP socket; Open MPI 4.1's pml
+# ucx creates its endpoints from worker addresses from the PMIx modex,
+# ompi/mca/pml/ucx/pml_ucx.c, mca_pml_ucx_add_proc_common: neither uses
+# a CM.)  UCX dlopens its transports RTLD_LOCAL, so the drop-in that
+# librdmacm loads with libuct_rdmacm is not in the global scope; the
+# preload looked for the CM only there, rdma_create_event_channel failed
+# (ENODEV), ucx_info -d said "failed to open connection manager rdmacm",
+# and with UCX_SOCKADDR_TLS_PRIORITY=rdmacm io_demo's server aborted in
+# ucp_listener_create.  That variable leaves UCX no other CM (its default
+# is rdmacm,tcp,sockcm: a failed rdmacm would go unnoticed).  io_demo's
+# server never exits: the client's exit and both sides' lines are the
+# result; the server's port is bound in our CM (cm_bound).
+out=$(lab exec --verbs blue1 -- ucx_info -d 2>&1)
+if printf '%s\n' "$out" | grep -A1 "^# Connection manager: rdmacm$" | grep -q "max_conn_priv: 54 bytes"; then
+	ok "ucx_info -d: Connection manager: rdmacm, max_conn_priv 54 bytes"
+else
+	not_ok "ucx_info -d: Connection manager: rdmacm" "$(printf '%s' "$out" | grep -iE "rdmacm|connection manager" | tr '\n' ' ')"
+fi
+
+# io_server NAME PORT ENV... -- ARGS...: an io_demo server in tenant NAME
+# in the background ($IO_SPID); returns once its port is bound in the CM.
+io_server() {
+	local name=$1 port=$2
+	local -a envs=()
+	shift 2
+	while [ "$1" != -- ]; do envs+=("$1"); shift; done
+	shift
+	lab_bg exec --verbs "$name" -- env "${envs[@]}" timeout 90 io_demo -p "$port" "$@" > "$WORK/io_$port.srv" 2>&1
+	IO_SPID=$!
+	wait_until 10 cm_bound "$name" "$port"
+}
+io_stop() { kill $IO_SPID 2>/dev/null; wait $IO_SPID 2>/dev/null; }
+# io_done LOG: the IOs a client completed (its once-a-second "total" lines)
+io_done() {
+	grep -oE '\[DEMO\] total min:[0-9]+ max:[0-9]+ total:[0-9]+' "$1" |
+		awk -F'total:' '{ n += $2 } END { print n + 0 }'
+}
+
+if ! command -v io_demo >/dev/null; then
+	not_ok "io_demo installed (ucx-utils, scripts/install-deps --test)"
+else
+	# Two connections, reads and writes of 1 B to 128 KiB (past the 32 KiB
+	# rendezvous threshold: RDMA READs), every byte checked (-q); UCX's
+	# own transport choice (rc_verbs for tags).
+	name="UCX io_demo, sockaddr wire-up through the rdmacm CM, 2 connections, server on h2"
+	log=$WORK/io_20001
+	if io_server blue2 20001 UCX_SOCKADDR_TLS_PRIORITY=rdmacm -- -q -d 1:131072 &&
+	   lab exec --verbs blue1 -- env UCX_SOCKADDR_TLS_PRIORITY=rdmacm UCX_LOG_LEVEL=info timeout 60 \
+		io_demo -p 20001 -q -o read,write -d 1:131072 -w 8 -i 1000 10.0.0.2 10.0.0.2 > "$log.cli" 2>&1 &&
+	   grep -q "Client exit with status 'OK'" "$log.cli" &&
+	   grep -q "Connected to server \[1\] 10.0.0.2" "$log.cli" &&
+	   [ "$(io_done "$log.cli")" -eq 1000 ] &&
+	   grep -qE "ep_cfg\[[0-9]+\]: tag\(rc_verbs/jk_eth0:1\)" "$log.cli" &&
+	   [ "$(grep -c "got new connection request .* from client 10.0.0.1:" "$log.srv")" -eq 2 ]; then
+		ok "$name: $(io_done "$log.cli") IOs checked, $(grep -oE 'tag\(rc_verbs/jk_eth0:1\)' "$log.cli" | head -1)"
+	else
+		not_ok "$name" "$(grep -vE 'active:|UCX  (INFO|DIAG)' "$log.cli" | tail -3 | tr '\n' ' ') $(tail -2 "$log.srv" | tr '\n' ' ')"
+	fi
+	io_stop
+
+	# The other way, with UCX's default CM order (rdmacm, then tcp) and its
+	# active-message API: the client's CM trace shows its REQ (command 6,
+	# CONNECT) and its RTU (command 8, ACCEPT: rdma_establish).
+	name="UCX io_demo -A, UCX's default CM order, server on h1"
+	log=$WORK/io_20002
+	if io_server blue1 20002 JK_UCMA_TRACE=0 -- -A -q -d 1:65536 &&
+	   lab exec --verbs blue2 -- env JK_UCMA_TRACE=1 timeout 60 \
+		io_demo -p 20002 -A -q -o write,read -d 1:65536 -i 1000 10.0.0.1 > "$log.cli" 2>&1 &&
+	   grep -q "Client exit with status 'OK'" "$log.cli" &&
+	   [ "$(io_done "$log.cli")" -eq 1000 ] &&
+	   grep -q "cmd 6 .*: ok" "$log.cli" && grep -q "cmd 8 .*: ok" "$log.cli" &&
+	   grep -q "got new connection request .* from client 10.0.0.2:" "$log.srv"; then
+		ok "$name: $(io_done "$log.cli") IOs checked"
+	else
+		not_ok "$name" "$(grep -vE 'active:|^ucma' "$log.cli" | tail -3 | tr '\n' ' ') $(tail -2 "$log.srv" | tr '\n' ' ')"
+	fi
+	io_stop
+
+	# A client killed mid-transfer: the server's QP runs out of retries.  A
+	# NIC reports that in a completion and libibverbs leaves ibv_qp.state as
+	# the application last set it (RTS); UCX's rc_verbs asserts RTS when it
+	# flushes the failed endpoint, so the drop-in's writing ERR there
+	# aborted the server.  Now the server drops that connection (UCX:
+	# "Endpoint timeout") and serves the next client.  (No `timeout` wrapper
+	# on the first client: $! is io_demo itself, killed by PID.)
+	name="UCX io_demo server, its client killed mid-transfer: connection dropped, next client served"
+	log=$WORK/io_20003
+	if io_server blue2 20003 UCX_SOCKADDR_TLS_PRIORITY=rdmacm -- -d 1:65536; then
+		lab_bg exec --verbs blue1 -- env UCX_SOCKADDR_TLS_PRIORITY=rdmacm \
+			io_demo -p 20003 -d 1:65536 -i 100000000 10.0.0.2 > "$log.first" 2>&1
+		c1=$!
+		wait_until 10 grep -q "Connected to server \[0\]" "$log.first"
+		sleep 1
+		kill -KILL $c1 2>/dev/null
+		wait $c1 2>/dev/null
+		if wait_until 40 grep -qE "#1 10\.0\.0\.1:[0-9]+\] detected error" "$log.srv" &&
+		   lab exec --verbs blue1 -- env UCX_SOCKADDR_TLS_PRIORITY=rdmacm timeout 60 \
+			io_demo -p 20003 -d 1:65536 -i 500 10.0.0.2 > "$log.cli" 2>&1 &&
+		   grep -q "Client exit with status 'OK'" "$log.cli" &&
+		   grep -qE "#2 10\.0\.0\.1:[0-9]+\] Remote id is" "$log.srv" &&
+		   kill -0 $IO_SPID 2>/dev/null; then
+			ok "$name ($(grep -oE '#1 .*detected error: [A-Za-z ]+' "$log.srv" | head -1 | sed 's/.*: //'))"
+		else
+			not_ok "$name" "$(grep -E 'error|ssert|#2' "$log.srv" | tail -3 | tr '\n' ' ') $(tail -2 "$log.cli" | tr '\n' ' ')"
+		fi
+	else
+		not_ok "$name" "the server did not bind its port: $(tail -2 "$log.srv" | tr '\n' ' ')"
+	fi
+	io_stop
+fi
 
 exit "${FAILED:-0}"

@@ -924,7 +924,17 @@ static void test_async_qp_fatal(void **state)
 	assert_int_equal(ibv_get_async_event(e->ctx, &ev), 0);
 	assert_int_equal(ev.event_type, IBV_EVENT_QP_FATAL);
 	assert_ptr_equal(ev.element.qp, e->a);
-	assert_int_equal(e->a->state, IBV_QPS_ERR);
+	/* ibv_qp.state is what the application last set or queried, as in
+	 * libibverbs (UCX asserts RTS while it flushes a failed QP) */
+	assert_int_equal(e->a->state, IBV_QPS_RTS);
+	{
+		struct ibv_qp_attr qq;
+		struct ibv_qp_init_attr qi;
+
+		assert_int_equal(ibv_query_qp(e->a, &qq, IBV_QP_STATE, &qi), 0);
+		assert_int_equal(qq.qp_state, IBV_QPS_ERR);
+		assert_int_equal(e->a->state, IBV_QPS_ERR);
+	}
 	ibv_ack_async_event(&ev);
 	assert_int_equal(poll(&p, 1, 0), 0);
 	/* ERR by the application: no event */

@@ -12,7 +12,9 @@
  *
  * The CM lives in libibverbs.so.1 (the drop-in, which librdmacm loads):
  * its entry points are looked up when the path is first opened, so a
- * process that never opens it (a shell jakiro-verbs starts) loads nothing.
+ * process that never opens it (a shell jakiro-verbs starts) loads nothing;
+ * in the global scope, or in the library itself when it was loaded local
+ * (UCX's transports are dlopened RTLD_LOCAL).
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -46,6 +48,15 @@ static int load_cm(void)
 	if (atomic_load(&cm_ready))
 		return 0;
 	get = (const struct ucma_entry_points *(*)(void))dlsym(RTLD_DEFAULT, UCMA_ENTRY_SYMBOL);
+	if (!get) {
+		/* Loaded with RTLD_LOCAL (UCX dlopens its transports, and
+		 * librdmacm and libibverbs with them, so): not in the global
+		 * scope.  librdmacm links the drop-in, so it is loaded. */
+		void *h = dlopen("libibverbs.so.1", RTLD_LAZY | RTLD_NOLOAD);
+
+		if (h)
+			get = (const struct ucma_entry_points *(*)(void))dlsym(h, UCMA_ENTRY_SYMBOL);
+	}
 	if (!get || !get())
 		return -1;
 	cm = *get();
