@@ -300,16 +300,16 @@ int ucma_cm_establish(struct ucma_id *id)
 	return send_rtu(id);
 }
 
-/* The address handle attributes of a UD event: to ID's peer. */
-static void ud_path(struct rdma_ucm_ud_param *u, const struct ucma_id *id)
+/* Address handle attributes for ID's path to IP (a QP's RTR, a UD event). */
+static void path_to(struct ib_uverbs_ah_attr *a, const struct ucma_id *id, uint32_t ip)
 {
-	rnic_gid_of_ipv4(u->ah_attr.grh.dgid, id->peer_ip);
-	u->ah_attr.grh.flow_label = id->flow_label;
-	u->ah_attr.grh.sgid_index = RNIC_GID_INDEX_V4;
-	u->ah_attr.grh.hop_limit = UCMA_HOP_LIMIT;
-	u->ah_attr.grh.traffic_class = id->tos;
-	u->ah_attr.is_global = 1;
-	u->ah_attr.port_num = 1;
+	rnic_gid_of_ipv4(a->grh.dgid, ip);
+	a->grh.flow_label = id->flow_label;
+	a->grh.sgid_index = RNIC_GID_INDEX_V4;
+	a->grh.hop_limit = UCMA_HOP_LIMIT;
+	a->grh.traffic_class = id->tos;
+	a->is_global = 1;
+	a->port_num = 1;
 }
 
 static void sidr_rep_input(struct ucma_id *id, const struct cm_msg *m)
@@ -333,7 +333,7 @@ static void sidr_rep_input(struct ucma_id *id, const struct cm_msg *m)
 
 		u->qp_num = r->qpn;
 		u->qkey = r->qkey;
-		ud_path(u, id);
+		path_to(&u->ah_attr, id, id->peer_ip);
 		memcpy(u->private_data, r->private_data, CM_SIDR_REP_PRIVATE_LEN);
 		u->private_data_len = CM_SIDR_REP_PRIVATE_LEN;
 	}
@@ -1068,13 +1068,7 @@ int ucma_cm_init_qp_attr(struct ucma_id *id, uint32_t qp_state, struct ib_uverbs
 		 * ib_cm: sq_psn = the peer's). */
 		a->rq_psn = id->seq_num;
 		a->max_dest_rd_atomic = id->responder_resources;
-		rnic_gid_of_ipv4(a->ah_attr.grh.dgid, id->dst.sin_addr.s_addr);
-		a->ah_attr.grh.flow_label = id->flow_label;
-		a->ah_attr.grh.sgid_index = RNIC_GID_INDEX_V4;
-		a->ah_attr.grh.hop_limit = UCMA_HOP_LIMIT;
-		a->ah_attr.grh.traffic_class = id->tos;
-		a->ah_attr.is_global = 1;
-		a->ah_attr.port_num = 1;
+		path_to(&a->ah_attr, id, id->dst.sin_addr.s_addr);
 		return 0;
 	case IBV_QPS_RTS:
 		if (id->cm == CM_REQ_SENT)
