@@ -183,10 +183,10 @@ int rnic_create_qp(struct rnic_pd *pd, const struct rnic_qp_init_attr *init,
 int rnic_create_gsi_qp(struct rnic_pd *pd, const struct rnic_qp_init_attr *init,
 		       struct rnic_qp **out)
 {
-	if (init->qp_type != RNIC_QPT_UD || init->srq)
-		return -EINVAL;
 	int err;
 
+	if (init->qp_type != RNIC_QPT_UD || init->srq)
+		return -EINVAL;
 	if (pd->dev->gsi)
 		return -EBUSY;
 	err = create_qp(pd, init, 1, out);

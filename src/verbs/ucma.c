@@ -226,17 +226,12 @@ static int bind_addr(struct ucma_id *id, const struct sockaddr_in *src, int v6on
 
 	if (id->state != ID_IDLE)
 		return EINVAL;
-	/* The CM's devices open at bind, not at listen: a server that tells
-	 * its client the port between the two (qperf 0.4.11 does) must not have
-	 * the client's REQ answered by ICMP port unreachable (nothing of ours
-	 * on 4791 yet: ucma_cm_unreachable takes that as nobody listening). */
 	id->v6only = (uint8_t)v6only;
-	if (!ucma_ip_any(src->sin_addr.s_addr))
+	if (!ucma_ip_any(src->sin_addr.s_addr)) {
 		err = ucma_port_for_ip(src->sin_addr.s_addr, &p);
-	else
-		err = ucma_ports_all();
-	if (err)
-		return err;
+		if (err)
+			return err;
+	}
 	id->src.sin_addr = src->sin_addr;
 	err = ucma_reserve(id, ntohs(src->sin_port));
 	if (err)
@@ -244,6 +239,21 @@ static int bind_addr(struct ucma_id *id, const struct sockaddr_in *src, int v6on
 	id->port = p;
 	id->state = ID_ADDR_BOUND;
 	return 0;
+}
+
+/* A bind the program asked for (BIND_IP, BIND).  To the any-address the
+ * CM's devices open now, not at listen: a server that tells its client the
+ * port between the two (qperf 0.4.11 does) must not have the client's REQ
+ * answered by ICMP port unreachable (nothing of ours on 4791 yet, which
+ * ucma_cm_unreachable takes for nobody listening).  Best effort: with no
+ * device the bind still succeeds, as the kernel's, and LISTEN says so.
+ * (An address resolution's implicit bind opens only the device its route
+ * gives.) */
+static int bind_asked(struct ucma_id *id, const struct sockaddr_in *src, int v6only)
+{
+	if (id->state == ID_IDLE && ucma_ip_any(src->sin_addr.s_addr))
+		(void)ucma_ports_all();
+	return bind_addr(id, src, v6only);
 }
 
 /* ---- commands ------------------------------------------------------------ */
@@ -313,7 +323,7 @@ static int cmd_bind_ip(struct ucma_file *f, const void *body)
 	/* "::" with AFONLY (tgtd binds 0.0.0.0 and then "::" on one port, both
 	 * AFONLY): as the kernel's cma_check_port, it shares no port with IPv4,
 	 * and as its cma_match_private_data, no IPv4 REQ reaches it. */
-	return bind_addr(id, &src, c->addr.sin6_family == AF_INET6 &&
+	return bind_asked(id, &src, c->addr.sin6_family == AF_INET6 &&
 			 IN6_IS_ADDR_UNSPECIFIED(&c->addr.sin6_addr) && id->afonly);
 }
 
@@ -332,7 +342,7 @@ static int cmd_bind(struct ucma_file *f, const void *body)
 	if (c->addr.ss_family != AF_INET || c->addr_size != sizeof(src))
 		return EAFNOSUPPORT;
 	memcpy(&src, &c->addr, sizeof(src));
-	return bind_addr(id, &src, 0);
+	return bind_asked(id, &src, 0);
 }
 
 /* Address resolution: the route and the neighbour are the kernel's (the

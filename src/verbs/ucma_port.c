@@ -316,8 +316,7 @@ static void *thread_main(void *arg)
 			wait = 1000000000ull;
 		thread_wake_ns = now + wait;  /* a timer armed before it kicks */
 		pthread_mutex_unlock(&ucma_lock);
-		ts = (struct timespec){ .tv_sec = (time_t)(wait / 1000000000ull),
-					.tv_nsec = (long)(wait % 1000000000ull) };
+		ts = verbs_timespec(wait);
 		if (ppoll(pfd, (nfds_t)n, &ts, NULL) > 0 && (pfd[n - 1].revents & POLLIN))
 			(void)eventfd_read(kick_fd, &v);
 		pthread_mutex_lock(&ucma_lock);

@@ -24,6 +24,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "rnic/rnic.h"
 
@@ -185,6 +186,13 @@ int ibv_dofork_range(void *base, size_t size);
 /* verbs_device.c */
 int  verbs_ctx_query_port(struct ibv_context *c, uint8_t port, struct ibv_port_attr *a,
 			  size_t len);
+
+/* A wait of NS nanoseconds as ppoll and epoll_pwait2 take it. */
+static inline struct timespec verbs_timespec(uint64_t ns)
+{
+	return (struct timespec){ .tv_sec = (time_t)(ns / 1000000000ull),
+				  .tv_nsec = (long)(ns % 1000000000ull) };
+}
 
 /* verbs_misc.c: a thread of the drop-in's own (progress, RDMA CM) */
 int  verbs_thread_create(pthread_t *t, void *(*fn)(void *), void *arg);

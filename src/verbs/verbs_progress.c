@@ -211,13 +211,21 @@ void verbs_app_polled(struct verbs_ctx *ctx, int got)
 	}
 }
 
+/* The RNIC's descriptor reported an error: the link went down (and up).
+ * Read and clear it, or the next wait returns at once again. */
+static void clear_link_error(struct verbs_ctx *ctx)
+{
+	pthread_mutex_lock(&ctx->lock);
+	rnic_fd_error(ctx->rnic);
+	pthread_mutex_unlock(&ctx->lock);
+}
+
 /* Sleeps in epoll_wait() at most NS; returns whether the RNIC's descriptor
  * turned readable.  A kick is consumed. */
 static int wait_for(struct verbs_ctx *ctx, uint64_t ns)
 {
 	struct epoll_event ev[2];
-	struct timespec ts = { .tv_sec = (time_t)(ns / 1000000000ull),
-			       .tv_nsec = (long)(ns % 1000000000ull) };
+	struct timespec ts = verbs_timespec(ns);
 	int n = -1, rx = 0;
 	uint64_t drain;
 
@@ -236,11 +244,8 @@ static int wait_for(struct verbs_ctx *ctx, uint64_t ns)
 			(void)!read(ctx->kick_fd, &drain, sizeof(drain));
 		} else {
 			rx = 1;
-			if (ev[i].events & EPOLLERR) {   /* the link went down: clear it */
-				pthread_mutex_lock(&ctx->lock);
-				rnic_fd_error(ctx->rnic);
-				pthread_mutex_unlock(&ctx->lock);
-			}
+			if (ev[i].events & EPOLLERR)
+				clear_link_error(ctx);
 		}
 	}
 	return rx;
@@ -252,8 +257,7 @@ static int wait_for_packet(struct verbs_ctx *ctx, uint64_t ns)
 {
 	struct pollfd fds[2] = { { .fd = ctx->kick_fd, .events = POLLIN },
 				 { .fd = rnic_fd(ctx->rnic), .events = POLLIN } };
-	struct timespec ts = { .tv_sec = (time_t)(ns / 1000000000ull),
-			       .tv_nsec = (long)(ns % 1000000000ull) };
+	struct timespec ts = verbs_timespec(ns);
 	uint64_t drain;
 	int n = ppoll(fds, 2, &ts, NULL);
 
@@ -262,11 +266,8 @@ static int wait_for_packet(struct verbs_ctx *ctx, uint64_t ns)
 		return 0;
 	if (fds[0].revents & POLLIN)
 		(void)!read(ctx->kick_fd, &drain, sizeof(drain));
-	if (fds[1].revents & POLLERR) {   /* the link went down: clear it */
-		pthread_mutex_lock(&ctx->lock);
-		rnic_fd_error(ctx->rnic);
-		pthread_mutex_unlock(&ctx->lock);
-	}
+	if (fds[1].revents & POLLERR)
+		clear_link_error(ctx);
 	return (fds[1].revents & (POLLIN | POLLERR)) != 0;
 }
 
