@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "rnic/rnic_loc.h"
@@ -85,6 +87,40 @@ static void make_gids(struct rnic_dev *dev)
 	rnic_gid_of_ipv4(dev->gid[RNIC_GID_INDEX_V4].raw, dev->ip);
 }
 
+/* QPNs are unique per IP address, as one RNIC's are: several soft RNICs
+ * (processes, or contexts of one process) may share an interface, peers,
+ * the RCFT and tshark tell RC flows apart by destination QPN, and each
+ * device's receive filter keeps only its own block (rnic_net.c).  A device
+ * takes a block of RNIC_MAX_QP numbers by binding an abstract Unix socket
+ * named after the address and the block (abstract names are per network
+ * namespace, and go with the last process holding the socket); the search
+ * starts at a block chosen by the PID and tries RNIC_QPN_TRIES of them. */
+static int reserve_qpn_block(struct rnic_dev *dev)
+{
+	uint32_t first = (uint32_t)getpid() % RNIC_QPN_BLOCKS;
+	int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+
+	if (fd < 0)
+		return -errno;
+	for (uint32_t i = 0; i < RNIC_QPN_TRIES; i++) {
+		uint32_t block = (first + i) % RNIC_QPN_BLOCKS;
+		struct sockaddr_un a = { .sun_family = AF_UNIX };
+		int len = snprintf(a.sun_path + 1, sizeof(a.sun_path) - 1,
+				   "jakiro-rnic/qpn/%08x/%u", ntohl(dev->ip), block);
+
+		if (!bind(fd, (struct sockaddr *)&a,
+			  (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + len))) {
+			dev->qpn_base = RNIC_QPN_BASE + block * RNIC_MAX_QP;
+			dev->qpn_fd = fd;
+			return 0;
+		}
+		if (errno != EADDRINUSE)
+			break;
+	}
+	close(fd);
+	return -EADDRINUSE;
+}
+
 int rnic_open(const char *name, struct rnic_dev **out)
 {
 	struct rnic_dev *dev = calloc(1, sizeof(*dev));
@@ -93,9 +129,13 @@ int rnic_open(const char *name, struct rnic_dev **out)
 
 	if (!dev)
 		return -ENOMEM;
+	dev->qpn_fd = -1;
 	err = find_if(name, dev->ifname, &dev->ip);
 	if (!err)
 		err = if_info(dev);
+	if (err)
+		goto fail;
+	err = reserve_qpn_block(dev);
 	if (err)
 		goto fail;
 	dev->active_mtu = RNIC_MTU_256;
@@ -105,11 +145,6 @@ int rnic_open(const char *name, struct rnic_dev **out)
 			break;
 		}
 	make_gids(dev);
-	/* QPNs unique per IP address, as one RNIC's are: several soft-RNIC
-	 * processes may share an interface, and peers, the RCFT and tshark
-	 * tell RC flows apart by destination QPN.  Each device takes its own
-	 * block of RNIC_MAX_QP numbers, chosen by its PID (24-bit QPNs). */
-	dev->qpn_base = RNIC_QPN_BASE + ((uint32_t)getpid() % RNIC_QPN_BLOCKS) * RNIC_MAX_QP;
 	dev->window = 0;                /* per QP from its path MTU */
 	env = getenv("JK_RNIC_WINDOW");
 	if (env && atoi(env) >= 8 && atoi(env) <= 4096)
@@ -136,6 +171,8 @@ int rnic_open(const char *name, struct rnic_dev **out)
 fail:
 	if (dev->fault)
 		rnic_fault_close(dev->fault);
+	if (dev->qpn_fd >= 0)
+		close(dev->qpn_fd);
 	free(dev);
 	return err;
 }
@@ -169,6 +206,7 @@ void rnic_close(struct rnic_dev *dev)
 	rnic_net_close(dev);
 	if (dev->fault)
 		rnic_fault_close(dev->fault);
+	close(dev->qpn_fd);
 	free(dev);
 }
 

@@ -30,6 +30,7 @@
 #define RNIC_MAX_CQE         (1 << 20)
 #define RNIC_QPN_BASE        0x11
 #define RNIC_QPN_BLOCKS      ((1u << 24) / RNIC_MAX_QP - 1)   /* blocks of RNIC_MAX_QP below 2^24 */
+#define RNIC_QPN_TRIES       4096      /* blocks a device tries (rnic_dev.c) */
 #define RNIC_MAX_RD_ATOM     16      /* read requests per QP, each way */
 #define RNIC_MAX_MSG         (1u << 31)
 #define RNIC_WINDOW_BYTES    (1 << 20) /* unacknowledged data per QP (default) */
@@ -44,6 +45,7 @@
 #define RNIC_RX_BATCH        64
 #define RNIC_RX_ROUNDS       4       /* receive batches per progress call */
 #define RNIC_TX_BATCH        128     /* packets queued before a flush */
+#define RNIC_MAX_PEERS       64      /* send sockets of one device, one per peer device */
 #define RNIC_FRAME_MAX       4352    /* IPv4 + UDP + headers + 4096 + pad + ICRC */
 #define RNIC_TX_IOV          (RNIC_MAX_SGE + 3)
 #define RNIC_GSO_SEGS        64      /* packets per UDP_SEGMENT send (the kernel's limit) */
@@ -214,6 +216,7 @@ struct rnic_txpkt {
 /* One UDP_SEGMENT send being built: equal packets of one QP to one peer
  * (the last may be shorter; then nothing more joins). */
 struct rnic_txgso {
+	int fd;                       /* the socket it leaves by (rnic_tx_put) */
 	uint32_t dip;
 	uint32_t dqpn;
 	uint16_t seg_len;             /* UDP payload of each packet */
@@ -248,12 +251,21 @@ struct rnic_dev {
 	int tx_fd;                    /* what sends leave by: udp_fd, or a socket of its
 				       * own (rnic_report_unreachable) */
 	uint16_t tx_sport;            /* tx_fd's port, in the UDP header the ICRC covers */
+	/* a connected send socket per peer device (rnic_net.c, "Peers") */
+	struct rnic_peer {
+		uint32_t ip;          /* network order */
+		uint32_t block;       /* of the peer's QPNs */
+		int fd;
+		uint16_t sport;
+	} peer[RNIC_MAX_PEERS];
+	int npeers, last_peer, next_victim;
 	int rx_fd;                    /* AF_PACKET on the interface; receive path (see rnic_net.c) */
 
 	struct rnic_qp *qp[RNIC_MAX_QP];
 	struct rnic_qp *gsi;          /* QP 1, also in qp[] (rnic_create_gsi_qp) */
 	int qp_end;                   /* one past the highest slot in use: what progress scans */
 	uint32_t qpn_base;            /* QPN of qp[0]: see rnic_dev.c */
+	int qpn_fd;                   /* holds the block's name (reserve_qpn_block) */
 	struct rnic_mr *mr[RNIC_MAX_MR];
 	uint8_t mr_gen[RNIC_MAX_MR];
 

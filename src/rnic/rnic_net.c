@@ -1,7 +1,8 @@
 /* rnic_net.c — packets in and out.
  *
- * Transmit: a UDP socket bound to <interface address>:4791, IP_TOS = ECT(0)
- * and IP_PMTUDISC_DO.  The kernel builds IPv4 and UDP.  Consecutive packets
+ * Transmit: UDP sockets bound to the interface's address, IP_TOS = ECT(0)
+ * and IP_PMTUDISC_DO: one on 4791, and one per peer device on an ephemeral
+ * port ("Peers" below).  The kernel builds IPv4 and UDP.  Consecutive packets
  * of one QP to one peer that carry payload and have equal lengths (the last
  * may be shorter) leave as one UDP_SEGMENT send of up to RNIC_GSO_SEGS
  * packets, each a complete RoCE packet with its own BTH, PSN and ICRC; the
@@ -153,35 +154,47 @@ static void open_ring(struct rnic_dev *dev, int fd)
 /* The receive filter.  Offsets from the Ethernet header (SOCK_RAW).  Keeps
  * unfragmented IPv4/UDP to dev->ip port 4791 that was sent to this host;
  * of those, a device with QP 1 (an RDMA CM's: it holds nothing else) keeps
- * only QP 1's packets and every other device all but QP 1's, so a
- * process's CM thread is not woken by its data packets, nor its data
- * device by MADs.  (A frame the kernel's GRO coalesced is judged by its
- * first packet; the CM's MADs and data of one size coalesced into one
- * frame would cost the other side a retransmission.) */
+ * only QP 1's packets, and every other device the packets for its own block
+ * of QPNs (rnic_dev.c), so that neither a process's CM thread nor another
+ * soft RNIC on the interface (another process, or another context of this
+ * one) wakes for packets that are not its own.  A frame the kernel's GRO
+ * coalesced is judged by its first packet: GRO coalesces packets of one
+ * flow, and a soft RNIC sends to each peer device from a port of its own
+ * ("Peers" below), as rxe does per QP. */
 static int attach_keep(int fd, const struct rnic_dev *dev)
 {
+	enum { REJECT_GSI = 14, REJECT_DATA = 16 };
+	const unsigned r = dev->gsi ? REJECT_GSI : REJECT_DATA;
 	struct sock_filter keep[] = {
-		BPF_STMT(BPF_LD | BPF_B | BPF_ABS, SKF_AD_OFF + SKF_AD_PKTTYPE),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, PACKET_HOST, 0, 12),
-		BPF_STMT(BPF_LD | BPF_B | BPF_ABS, ETH_HLEN + 9),    /* protocol */
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, RNIC_IPPROTO_UDP, 0, 10),
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, ETH_HLEN + 16),   /* daddr */
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, ntohl(dev->ip), 0, 8),
-		BPF_STMT(BPF_LD | BPF_H | BPF_ABS, ETH_HLEN + 6),    /* frag_off */
-		BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, RNIC_IP_MF | RNIC_IP_FRAGOFF, 6, 0),
-		BPF_STMT(BPF_LDX | BPF_B | BPF_MSH, ETH_HLEN),       /* x = IHL * 4 */
-		BPF_STMT(BPF_LD | BPF_H | BPF_IND, ETH_HLEN + 2),    /* UDP dport */
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, RNIC_UDP_PORT, 0, 3),
+		/*  0 */ BPF_STMT(BPF_LD | BPF_B | BPF_ABS, SKF_AD_OFF + SKF_AD_PKTTYPE),
+		/*  1 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, PACKET_HOST, 0, r - 2),
+		/*  2 */ BPF_STMT(BPF_LD | BPF_B | BPF_ABS, ETH_HLEN + 9),    /* protocol */
+		/*  3 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, RNIC_IPPROTO_UDP, 0, r - 4),
+		/*  4 */ BPF_STMT(BPF_LD | BPF_W | BPF_ABS, ETH_HLEN + 16),   /* daddr */
+		/*  5 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, ntohl(dev->ip), 0, r - 6),
+		/*  6 */ BPF_STMT(BPF_LD | BPF_H | BPF_ABS, ETH_HLEN + 6),    /* frag_off */
+		/*  7 */ BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, RNIC_IP_MF | RNIC_IP_FRAGOFF, r - 8, 0),
+		/*  8 */ BPF_STMT(BPF_LDX | BPF_B | BPF_MSH, ETH_HLEN),       /* x = IHL * 4 */
+		/*  9 */ BPF_STMT(BPF_LD | BPF_H | BPF_IND, ETH_HLEN + 2),    /* UDP dport */
+		/* 10 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, RNIC_UDP_PORT, 0, r - 11),
 		/* BTH: the word after opcode, flags and P_Key holds the dest QP */
-		BPF_STMT(BPF_LD | BPF_W | BPF_IND,
-			 ETH_HLEN + sizeof(struct rnic_udp) + offsetof(struct rnic_bth, fqpn)),
-		BPF_STMT(BPF_ALU | BPF_AND | BPF_K, 0x00ffffff),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, RNIC_GSI_QPN, dev->gsi ? 1 : 0, dev->gsi ? 0 : 1),
-		BPF_STMT(BPF_RET | BPF_K, 0),
-		BPF_STMT(BPF_RET | BPF_K, 0xffffffff),
+		/* 11 */ BPF_STMT(BPF_LD | BPF_W | BPF_IND,
+				  ETH_HLEN + sizeof(struct rnic_udp) + offsetof(struct rnic_bth, fqpn)),
+		/* 12 */ BPF_STMT(BPF_ALU | BPF_AND | BPF_K, 0x00ffffff),
+		/* a device with QP 1 keeps QP 1 (14 reject, 15 keep, below) */
+		/* 13 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, RNIC_GSI_QPN, dev->gsi ? 1 : 2, 0),
+		/* a data device keeps its block */
+		/* 14 */ BPF_STMT(BPF_ALU | BPF_SUB | BPF_K, dev->qpn_base),
+		/* 15 */ BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, RNIC_MAX_QP, 0, 1),
+		/* 16 */ BPF_STMT(BPF_RET | BPF_K, 0),
+		/* 17 */ BPF_STMT(BPF_RET | BPF_K, 0xffffffff),
 	};
 
-	return attach(fd, keep, sizeof(keep) / sizeof(keep[0]));
+	if (dev->gsi) {
+		keep[REJECT_GSI] = keep[REJECT_DATA];
+		keep[REJECT_GSI + 1] = keep[REJECT_DATA + 1];
+	}
+	return attach(fd, keep, (unsigned short)(r + 2));
 }
 
 /* A GSI QP came or went (rnic_qp.c). */
@@ -250,6 +263,9 @@ int rnic_net_open(struct rnic_dev *dev)
 
 void rnic_net_close(struct rnic_dev *dev)
 {
+	for (int i = 0; i < dev->npeers; i++)
+		close(dev->peer[i].fd);
+	dev->npeers = dev->last_peer = dev->next_victim = 0;
 	if (dev->tx_fd >= 0 && dev->tx_fd != dev->udp_fd)
 		close(dev->tx_fd);
 	if (dev->udp_fd >= 0)
@@ -502,6 +518,96 @@ int rnic_net_rx(struct rnic_dev *dev, uint64_t now_ns)
 	return total;
 }
 
+/* Peers.  A packet for a peer's data QP leaves by a socket of this device's
+ * own for that peer device (the peer's address and the block of RNIC_MAX_QP
+ * QPNs its QP is in: rnic_dev.c), bound to an ephemeral source port (RoCEv2
+ * leaves it free, for entropy; rxe takes one per QP).  Packets of two pairs
+ * of devices are then never one flow to the receiving kernel, whose GRO
+ * coalesces only packets of one flow: a coalesced frame is all for one
+ * device, which the receive filter keeps.  The socket is not connected: a
+ * connected socket numbers its packets' IP IDs from a random start, and
+ * the ICRC covers the ID.  QP 1's MADs and a device with
+ * QP 1 (its tx_fd reads ICMP errors) leave by tx_fd. */
+static int open_peer(struct rnic_dev *dev, struct rnic_peer *p)
+{
+	struct sockaddr_in sa;
+	socklen_t len = sizeof(sa);
+	int fd, err = open_udp(dev, 0, &fd);
+
+	if (err)
+		return err;
+	if (getsockname(fd, (struct sockaddr *)&sa, &len)) {
+		err = -errno;
+		close(fd);
+		return err;
+	}
+	p->fd = fd;
+	p->sport = ntohs(sa.sin_port);
+	return 0;
+}
+
+/* Whether a send of the batch not yet flushed leaves by fd. */
+static int fd_queued(const struct rnic_dev *dev, int fd)
+{
+	for (int i = 0; i < dev->nmsg; i++)
+		if (dev->txg[i].fd == fd)
+			return 1;
+	return 0;
+}
+
+/* The send socket for dqpn at dip (-1: tx_fd), and its source port.  With
+ * every slot taken, a peer's socket no send of the batch uses makes way,
+ * in turn. */
+static int peer_fd(struct rnic_dev *dev, uint32_t dip, uint32_t dqpn, uint16_t *sport)
+{
+	uint32_t block = (dqpn - RNIC_QPN_BASE) / RNIC_MAX_QP;
+	struct rnic_peer *p = &dev->peer[dev->last_peer];
+	int i;
+
+	*sport = dev->tx_sport;
+	if (dev->gsi || dqpn < RNIC_QPN_BASE)
+		return -1;
+	if (dev->npeers && p->ip == dip && p->block == block) {
+		*sport = p->sport;
+		return p->fd;
+	}
+	for (i = 0; i < dev->npeers; i++) {
+		p = &dev->peer[i];
+		if (p->ip == dip && p->block == block) {
+			dev->last_peer = i;
+			*sport = p->sport;
+			return p->fd;
+		}
+	}
+	if (dev->npeers < RNIC_MAX_PEERS) {
+		i = dev->npeers;
+	} else {
+		for (int tries = 0; tries < RNIC_MAX_PEERS; tries++) {
+			i = dev->next_victim;
+			dev->next_victim = (dev->next_victim + 1) % RNIC_MAX_PEERS;
+			if (!fd_queued(dev, dev->peer[i].fd))
+				break;
+			i = -1;
+		}
+		if (i < 0)
+			return -1;
+		close(dev->peer[i].fd);
+		dev->npeers--;
+		dev->peer[i] = dev->peer[dev->npeers];
+		i = dev->npeers;
+	}
+	p = &dev->peer[i];
+	p->ip = dip;
+	p->block = block;
+	if (open_peer(dev, p)) {
+		dev->cnt.tx_errors++;
+		return -1;
+	}
+	dev->last_peer = dev->npeers++;
+	*sport = p->sport;
+	return p->fd;
+}
+
 struct rnic_txpkt *rnic_tx_get(struct rnic_dev *dev)
 {
 	struct rnic_txpkt *t;
@@ -548,6 +654,8 @@ void rnic_tx_put(struct rnic_dev *dev, struct rnic_txpkt *t, int hdr_len,
 	int niov = 2 + npay;
 	int join = joins(dev, dip, dqpn, ulen, niov, payload);
 	struct rnic_txgso *g;
+	uint16_t sport;
+	int fd = peer_fd(dev, dip, dqpn, &sport);
 	uint32_t icrc;
 
 	/* The IPv4 and UDP headers exactly as the kernel will send them. */
@@ -559,7 +667,7 @@ void rnic_tx_put(struct rnic_dev *dev, struct rnic_txpkt *t, int hdr_len,
 	ip->proto = RNIC_IPPROTO_UDP;
 	ip->saddr.raw = dev->ip;
 	ip->daddr.raw = dip;
-	udp->sport = rn_put16(dev->tx_sport);
+	udp->sport = rn_put16(sport);
 	udp->dport = rn_put16(RNIC_UDP_PORT);
 	udp->len = rn_put16(udp_len);
 
@@ -593,6 +701,7 @@ void rnic_tx_put(struct rnic_dev *dev, struct rnic_txpkt *t, int hdr_len,
 	t->dst.sin_port = htons(RNIC_UDP_PORT);
 	t->dst.sin_addr.s_addr = dip;
 	g = &dev->txg[dev->nmsg];
+	g->fd = fd >= 0 ? fd : dev->tx_fd;
 	g->dip = dip;
 	g->dqpn = dqpn;
 	g->seg_len = (uint16_t)ulen;
@@ -632,8 +741,11 @@ void rnic_tx_flush(struct rnic_dev *dev)
 
 	add_segment_size(dev);
 	while (done < dev->nmsg) {
-		int n = sendmmsg(dev->tx_fd, dev->txm + done, dev->nmsg - done, MSG_DONTWAIT);
+		int fd = dev->txg[done].fd, run = 1, n;
 
+		while (done + run < dev->nmsg && dev->txg[done + run].fd == fd)
+			run++;
+		n = sendmmsg(fd, dev->txm + done, (unsigned)run, MSG_DONTWAIT);
 		dev->cnt.tx_calls++;
 		if (n > 0) {
 			for (int i = done; i < done + n; i++) {
@@ -645,7 +757,7 @@ void rnic_tx_flush(struct rnic_dev *dev)
 		}
 		if ((errno == EAGAIN || errno == ENOBUFS || errno == EINTR) &&
 		    ++tries < RNIC_TX_TRIES) {
-			struct pollfd p = { .fd = dev->tx_fd, .events = POLLOUT };
+			struct pollfd p = { .fd = fd, .events = POLLOUT };
 
 			poll(&p, 1, 1);
 			continue;

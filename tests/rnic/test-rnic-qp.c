@@ -203,6 +203,94 @@ static void post_recv(struct rnic_qp *qp, void *buf, uint32_t len, uint32_t lkey
 	assert_int_equal(rnic_post_recv(qp, &wr, &bad), 0);
 }
 
+/* ---- devices sharing an interface ------------------------------------------ */
+
+#define QPN_BLOCK(qp) ((rnic_qp_num(qp) - RNIC_QPN_BASE) / RNIC_MAX_QP)
+
+/* Two more devices on e's interface, as two contexts of one process (or
+ * two processes) have: each takes its own block of QPNs, and each receives
+ * only its own packets, so a third, idle one never sees the others'
+ * traffic (it used to take every packet and drop it as drop_unknown_qp). */
+static void test_devices_keep_their_own(void **state)
+{
+	struct env *e = *state;
+	struct rnic_dev *d2, *idle;
+	struct rnic_pd *pd2, *pd3;
+	struct rnic_cq *cq2, *cq3;
+	struct rnic_qp *c, *q3;
+	struct rnic_mr *mc;
+	struct rnic_counters ca, cc, ci;
+	struct rnic_wc wc[2];
+	uint8_t *bc = calloc(1, BUF);
+	uint64_t end = rnic_now_ns() + 5000000000ull;
+	int got = 0;
+
+	NEED_ENV(e);
+	assert_non_null(bc);
+	assert_int_equal(rnic_open("lo", &d2), 0);
+	assert_int_equal(rnic_open("lo", &idle), 0);
+	assert_int_equal(rnic_alloc_pd(d2, &pd2), 0);
+	assert_int_equal(rnic_alloc_pd(idle, &pd3), 0);
+	assert_int_equal(rnic_create_cq(d2, 64, &cq2), 0);
+	assert_int_equal(rnic_create_cq(idle, 64, &cq3), 0);
+	assert_int_equal(rnic_reg_mr(pd2, bc, BUF, ALL_ACCESS, &mc), 0);
+	{
+		struct rnic_qp_init_attr ia = {
+			.send_cq = cq2, .recv_cq = cq2,
+			.cap = { .max_send_wr = 16, .max_recv_wr = 16, .max_send_sge = 1, .max_recv_sge = 1 },
+		};
+
+		assert_int_equal(rnic_create_qp(pd2, &ia, &c), 0);
+		ia.send_cq = ia.recv_cq = cq3;
+		assert_int_equal(rnic_create_qp(pd3, &ia, &q3), 0);
+	}
+	assert_int_not_equal(QPN_BLOCK(e->a), QPN_BLOCK(c));
+	assert_int_not_equal(QPN_BLOCK(e->a), QPN_BLOCK(q3));
+	assert_int_not_equal(QPN_BLOCK(c), QPN_BLOCK(q3));
+
+	assert_int_equal(to_init(e->a, ALL_ACCESS), 0);
+	assert_int_equal(to_init(c, ALL_ACCESS), 0);
+	assert_int_equal(to_rtr(e, e->a, rnic_qp_num(c), 0x100), 0);
+	assert_int_equal(to_rtr(e, c, rnic_qp_num(e->a), 0x200), 0);
+	assert_int_equal(to_rts(e->a, 0x200, 14, 7, 7), 0);
+	assert_int_equal(to_rts(c, 0x100, 14, 7, 7), 0);
+	memset(e->ba, 0x5a, BUF);
+	post_send(e->a, RNIC_WR_RDMA_WRITE, e->ba, BUF, rnic_mr_lkey(e->ma),
+		  (uintptr_t)bc, rnic_mr_rkey(mc), 7);
+	while (!got && rnic_now_ns() < end) {
+		uint64_t now = rnic_now_ns();
+
+		rnic_progress(e->dev, now);
+		rnic_progress(d2, now);
+		rnic_progress(idle, now);
+		got = rnic_poll_cq(e->cq, 1, wc);
+		assert_true(got >= 0);
+	}
+	assert_int_equal(got, 1);
+	assert_int_equal(wc[0].status, RNIC_WC_SUCCESS);
+	assert_memory_equal(bc, e->ba, BUF);
+
+	rnic_get_counters(e->dev, &ca);
+	rnic_get_counters(d2, &cc);
+	rnic_get_counters(idle, &ci);
+	assert_true(cc.rx_pkts >= BUF / 4096);
+	assert_true(ca.rx_pkts >= 1);                   /* the ACK */
+	assert_int_equal(ci.rx_pkts, 0);
+	assert_int_equal(ci.rx_ring_frames + ci.rx_copied_frames, 0);
+	assert_int_equal(ca.drop_unknown_qp + cc.drop_unknown_qp + ci.drop_unknown_qp, 0);
+
+	rnic_destroy_qp(c);
+	rnic_destroy_qp(q3);
+	rnic_dereg_mr(mc);
+	rnic_destroy_cq(cq2);
+	rnic_destroy_cq(cq3);
+	rnic_dealloc_pd(pd2);
+	rnic_dealloc_pd(pd3);
+	rnic_close(d2);
+	rnic_close(idle);
+	free(bc);
+}
+
 /* ---- state machine -------------------------------------------------------- */
 
 static void test_state_names(void **state)
@@ -445,9 +533,10 @@ static void test_retry_exhausted(void **state)
 	struct rnic_counters c;
 
 	NEED_ENV(e);
-	/* a talks to a QP that does not exist: nothing is ever acknowledged */
+	/* a talks to a QP that does not exist, in its own device's block of
+	 * QPNs (the receive filter keeps no other): nothing is acknowledged */
 	assert_int_equal(to_init(e->a, ALL_ACCESS), 0);
-	assert_int_equal(to_rtr(e, e->a, 0xabc, 0), 0);
+	assert_int_equal(to_rtr(e, e->a, rnic_qp_num(e->b) + 100, 0), 0);
 	assert_int_equal(to_rts(e->a, 0, 8, 2, 7), 0);      /* 1 ms, 2 retries */
 	post_send(e->a, RNIC_WR_RDMA_WRITE, e->ba, 100, rnic_mr_lkey(e->ma), 0x1000, 1, 1);
 	assert_int_equal(pump(e, wc, 1), 1);
@@ -706,6 +795,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_ring_and_copied_frames_in_order, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_held_ack_sent_on_error, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_link_flap, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_devices_keep_their_own, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, NULL);
