@@ -2,6 +2,7 @@
  * between two QPs of one device over the loopback interface of a private
  * network namespace (needs root; skipped otherwise).
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <net/if.h>
 #include <poll.h>
@@ -289,6 +290,61 @@ static void test_devices_keep_their_own(void **state)
 	rnic_close(d2);
 	rnic_close(idle);
 	free(bc);
+}
+
+/* A device sends to each peer device from a socket of its own; with more
+ * peers than RNIC_MAX_PEERS, sockets no queued send uses make way, and
+ * nothing is lost or refused.  A UD QP names 80 devices (blocks of QPNs
+ * nobody holds), then an RC transfer between a and b still works. */
+static void test_peer_sockets_make_way(void **state)
+{
+	struct env *e = *state;
+	struct rnic_qp_init_attr ia = { .qp_type = RNIC_QPT_UD, .send_cq = e->cq, .recv_cq = e->cq,
+		.cap = { .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1 } };
+	struct rnic_qp_attr a = { .qp_state = RNIC_QPS_INIT, .port_num = 1, .qkey = 0x11111111 };
+	struct rnic_counters c;
+	struct rnic_wc wc[1];
+	struct rnic_qp *ud;
+
+	NEED_ENV(e);
+	assert_int_equal(rnic_create_qp(e->pd, &ia, &ud), 0);
+	assert_int_equal(rnic_modify_qp(ud, &a, RNIC_QP_STATE | RNIC_QP_PKEY_INDEX | RNIC_QP_PORT |
+					RNIC_QP_QKEY), 0);
+	a.qp_state = RNIC_QPS_RTR;
+	assert_int_equal(rnic_modify_qp(ud, &a, RNIC_QP_STATE), 0);
+	a.qp_state = RNIC_QPS_RTS;
+	assert_int_equal(rnic_modify_qp(ud, &a, RNIC_QP_STATE | RNIC_QP_SQ_PSN), 0);
+	for (uint32_t k = 0; k < RNIC_MAX_PEERS + 16; k++) {
+		struct rnic_sge sg = { (uintptr_t)e->ba, 64, rnic_mr_lkey(e->ma) };
+		struct rnic_send_wr sw = { .wr_id = k, .sg_list = &sg, .num_sge = 1,
+					   .opcode = RNIC_WR_SEND, .send_flags = RNIC_SEND_SIGNALED,
+					   .ud_dip = htonl(0x7f000001),
+					   .ud_qpn = RNIC_QPN_BASE + (k + 1) * RNIC_MAX_QP + 5,
+					   .ud_qkey = 0x11111111 }, *bad;
+
+		assert_int_equal(rnic_post_send(ud, &sw, &bad), 0);
+		assert_int_equal(pump(e, wc, 1), 1);
+		assert_int_equal(wc[0].status, RNIC_WC_SUCCESS);
+		assert_true(e->dev->npeers <= RNIC_MAX_PEERS);
+	}
+	assert_int_equal(e->dev->npeers, RNIC_MAX_PEERS);
+	for (int i = 0; i < e->dev->npeers; i++) {
+		assert_true(e->dev->peer[i].fd >= 0);
+		for (int j = 0; j < i; j++)
+			assert_int_not_equal(e->dev->peer[i].sport, e->dev->peer[j].sport);
+	}
+	rnic_get_counters(e->dev, &c);
+	assert_int_equal(c.tx_errors, 0);
+	assert_true(c.tx_pkts >= RNIC_MAX_PEERS + 16);
+
+	connect_pair(e, ALL_ACCESS, 7);
+	memset(e->ba, 0x3c, BUF);
+	post_send(e->a, RNIC_WR_RDMA_WRITE, e->ba, BUF, rnic_mr_lkey(e->ma),
+		  (uintptr_t)e->bb, rnic_mr_rkey(e->mb), 1);
+	assert_int_equal(pump(e, wc, 1), 1);
+	assert_int_equal(wc[0].status, RNIC_WC_SUCCESS);
+	assert_memory_equal(e->bb, e->ba, BUF);
+	rnic_destroy_qp(ud);
 }
 
 /* ---- state machine -------------------------------------------------------- */
@@ -796,6 +852,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_held_ack_sent_on_error, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_link_flap, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_devices_keep_their_own, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_peer_sockets_make_way, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, NULL);
