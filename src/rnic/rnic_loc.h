@@ -31,6 +31,7 @@
 #define RNIC_QPN_BASE        0x11
 #define RNIC_QPN_BLOCKS      ((1u << 24) / RNIC_MAX_QP - 1)   /* blocks of RNIC_MAX_QP below 2^24 */
 #define RNIC_QPN_TRIES       4096      /* blocks a device tries (rnic_dev.c) */
+#define RNIC_LOOPBACK_IFINDEX 1        /* lo's, in every network namespace */
 #define RNIC_MAX_RD_ATOM     16      /* read requests per QP, each way */
 #define RNIC_MAX_MSG         (1u << 31)
 #define RNIC_WINDOW_BYTES    (1 << 20) /* unacknowledged data per QP (default) */
@@ -245,6 +246,7 @@ struct rnic_dev {
 	uint32_t ip;                  /* network order */
 	uint8_t mac[6];
 	int netdev_mtu;
+	int ifindex;
 	enum rnic_mtu active_mtu;
 	union rnic_gid gid[RNIC_GID_TBL_LEN];
 	int udp_fd;                   /* bound to ip:4791: owns the port; transmit path */

@@ -152,42 +152,47 @@ static void open_ring(struct rnic_dev *dev, int fd)
 }
 
 /* The receive filter.  Offsets from the Ethernet header (SOCK_RAW).  Keeps
- * unfragmented IPv4/UDP to dev->ip port 4791 that was sent to this host;
- * of those, a device with QP 1 (an RDMA CM's: it holds nothing else) keeps
- * only QP 1's packets, and every other device the packets for its own block
- * of QPNs (rnic_dev.c), so that neither a process's CM thread nor another
- * soft RNIC on the interface (another process, or another context of this
- * one) wakes for packets that are not its own.  A frame the kernel's GRO
+ * unfragmented IPv4/UDP to dev->ip port 4791 that was sent to this host,
+ * received on the device's interface or on the loopback interface (the
+ * socket is bound to every interface, see open_rx); of those, a device
+ * with QP 1 (an RDMA CM's: it holds nothing else) keeps only QP 1's
+ * packets, and every other device the packets for its own block of QPNs
+ * (rnic_dev.c), so that neither a process's CM thread nor another soft
+ * RNIC on the interface (another process, or another context of this one)
+ * wakes for packets that are not its own.  A frame the kernel's GRO
  * coalesced is judged by its first packet: GRO coalesces packets of one
  * flow, and a soft RNIC sends to each peer device from a port of its own
  * ("Peers" below), as rxe does per QP. */
 static int attach_keep(int fd, const struct rnic_dev *dev)
 {
-	enum { REJECT_GSI = 14, REJECT_DATA = 16 };
+	enum { REJECT_GSI = 17, REJECT_DATA = 19 };
 	const unsigned r = dev->gsi ? REJECT_GSI : REJECT_DATA;
 	struct sock_filter keep[] = {
-		/*  0 */ BPF_STMT(BPF_LD | BPF_B | BPF_ABS, SKF_AD_OFF + SKF_AD_PKTTYPE),
-		/*  1 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, PACKET_HOST, 0, r - 2),
-		/*  2 */ BPF_STMT(BPF_LD | BPF_B | BPF_ABS, ETH_HLEN + 9),    /* protocol */
-		/*  3 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, RNIC_IPPROTO_UDP, 0, r - 4),
-		/*  4 */ BPF_STMT(BPF_LD | BPF_W | BPF_ABS, ETH_HLEN + 16),   /* daddr */
-		/*  5 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, ntohl(dev->ip), 0, r - 6),
-		/*  6 */ BPF_STMT(BPF_LD | BPF_H | BPF_ABS, ETH_HLEN + 6),    /* frag_off */
-		/*  7 */ BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, RNIC_IP_MF | RNIC_IP_FRAGOFF, r - 8, 0),
-		/*  8 */ BPF_STMT(BPF_LDX | BPF_B | BPF_MSH, ETH_HLEN),       /* x = IHL * 4 */
-		/*  9 */ BPF_STMT(BPF_LD | BPF_H | BPF_IND, ETH_HLEN + 2),    /* UDP dport */
-		/* 10 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, RNIC_UDP_PORT, 0, r - 11),
+		/*  0 */ BPF_STMT(BPF_LD | BPF_W | BPF_ABS, SKF_AD_OFF + SKF_AD_IFINDEX),
+		/*  1 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)dev->ifindex, 1, 0),
+		/*  2 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, RNIC_LOOPBACK_IFINDEX, 0, r - 3),
+		/*  3 */ BPF_STMT(BPF_LD | BPF_B | BPF_ABS, SKF_AD_OFF + SKF_AD_PKTTYPE),
+		/*  4 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, PACKET_HOST, 0, r - 5),
+		/*  5 */ BPF_STMT(BPF_LD | BPF_B | BPF_ABS, ETH_HLEN + 9),    /* protocol */
+		/*  6 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, RNIC_IPPROTO_UDP, 0, r - 7),
+		/*  7 */ BPF_STMT(BPF_LD | BPF_W | BPF_ABS, ETH_HLEN + 16),   /* daddr */
+		/*  8 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, ntohl(dev->ip), 0, r - 9),
+		/*  9 */ BPF_STMT(BPF_LD | BPF_H | BPF_ABS, ETH_HLEN + 6),    /* frag_off */
+		/* 10 */ BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, RNIC_IP_MF | RNIC_IP_FRAGOFF, r - 11, 0),
+		/* 11 */ BPF_STMT(BPF_LDX | BPF_B | BPF_MSH, ETH_HLEN),       /* x = IHL * 4 */
+		/* 12 */ BPF_STMT(BPF_LD | BPF_H | BPF_IND, ETH_HLEN + 2),    /* UDP dport */
+		/* 13 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, RNIC_UDP_PORT, 0, r - 14),
 		/* BTH: the word after opcode, flags and P_Key holds the dest QP */
-		/* 11 */ BPF_STMT(BPF_LD | BPF_W | BPF_IND,
+		/* 14 */ BPF_STMT(BPF_LD | BPF_W | BPF_IND,
 				  ETH_HLEN + sizeof(struct rnic_udp) + offsetof(struct rnic_bth, fqpn)),
-		/* 12 */ BPF_STMT(BPF_ALU | BPF_AND | BPF_K, 0x00ffffff),
-		/* a device with QP 1 keeps QP 1 (14 reject, 15 keep, below) */
-		/* 13 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, RNIC_GSI_QPN, dev->gsi ? 1 : 2, 0),
+		/* 15 */ BPF_STMT(BPF_ALU | BPF_AND | BPF_K, 0x00ffffff),
+		/* a device with QP 1 keeps QP 1 (17 reject, 18 keep, below) */
+		/* 16 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, RNIC_GSI_QPN, dev->gsi ? 1 : 2, 0),
 		/* a data device keeps its block */
-		/* 14 */ BPF_STMT(BPF_ALU | BPF_SUB | BPF_K, dev->qpn_base),
-		/* 15 */ BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, RNIC_MAX_QP, 0, 1),
-		/* 16 */ BPF_STMT(BPF_RET | BPF_K, 0),
-		/* 17 */ BPF_STMT(BPF_RET | BPF_K, 0xffffffff),
+		/* 17 */ BPF_STMT(BPF_ALU | BPF_SUB | BPF_K, dev->qpn_base),
+		/* 18 */ BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, RNIC_MAX_QP, 0, 1),
+		/* 19 */ BPF_STMT(BPF_RET | BPF_K, 0),
+		/* 20 */ BPF_STMT(BPF_RET | BPF_K, 0xffffffff),
 	};
 
 	if (dev->gsi) {
@@ -212,9 +217,15 @@ static int open_rx(struct rnic_dev *dev)
 
 	if (fd < 0)
 		return -errno;
-	sll.sll_ifindex = (int)if_nametoindex(dev->ifname);
-	if (!sll.sll_ifindex)
+	/* Packets a device sends to its own address (to another process of
+	 * the namespace, or to itself: UCX's endpoint to its own worker) go
+	 * through the loopback interface, as a NIC loops them back: so the
+	 * socket listens on every interface, and the filter keeps the
+	 * device's own and the loopback one. */
+	dev->ifindex = (int)if_nametoindex(dev->ifname);
+	if (!dev->ifindex)
 		err = -ENODEV;
+	sll.sll_ifindex = dev->ifindex == RNIC_LOOPBACK_IFINDEX ? dev->ifindex : 0;
 	if (!err && (setsockopt(fd, SOL_PACKET, PACKET_VNET_HDR, &one, sizeof(one)) ||
 		     setsockopt(fd, SOL_PACKET, PACKET_IGNORE_OUTGOING, &one, sizeof(one))))
 		err = -errno;

@@ -13,7 +13,8 @@
 # rn_pair NAME SIDE 'SERVER CMD' 'CLIENT CMD' REGEX
 #                                  a perftest-style pair: the server in NS1
 #                                  (SIDE 1) or NS2 (SIDE 2), the client in the
-#                                  other; both get "-p PORT" (PORT counts up),
+#                                  other (RN_PAIR_SAME_NS=1: in the same one);
+#                                  both get "-p PORT" (PORT counts up),
 #                                  the client the server's address; ok when
 #                                  both exit 0 and the client printed REGEX.
 #                                  Logs: $RN_TMP/$PORT.srv, $RN_TMP/$PORT.cli.
@@ -124,6 +125,7 @@ RN_PAIR_SERVER_SECS=${RN_PAIR_SERVER_SECS:-30}   # the server's, after the clien
 rn_pair() {
 	local name=$1 s=$2 scmd=$3 ccmd=$4 re=$5 ns ip cns
 	if [ "$s" = 1 ]; then ns=$NS1 ip=$IP1 cns=$NS2; else ns=$NS2 ip=$IP2 cns=$NS1; fi
+	[ -z "${RN_PAIR_SAME_NS:-}" ] || cns=$ns   # the client beside the server
 	PORT=$((PORT + 1))
 	# shellcheck disable=SC2086
 	rn_bg "$ns" "$RN_TMP/$PORT.srv" $scmd -p $PORT

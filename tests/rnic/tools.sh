@@ -49,3 +49,12 @@ run "jk_read_lat -D 2" jk_read_lat "-D 2" "-D 2" "^ 2${S}[0-9]+${S}[0-9.]+${S}[0
 # both sides exit 0: the one that stops first answers until the other stops
 run "jk_write_lat -D 2 (both sides stop cleanly)" jk_write_lat "-s 2 -D 2" "-s 2 -D 2" \
 	"^ 2${S}[0-9]+${S}[0-9.]+${S}[0-9.]+"
+# Two processes of one namespace, the client addressing the server's
+# interface address: the kernel sends such packets through lo, as a NIC
+# loops them back (UCX's endpoint to its own worker does the same).
+RN_PAIR_SAME_NS=1 rn_pair "jk_write_bw --verify, both in one namespace (through lo)" 1 \
+	"$B/jk_write_bw -d $IF1 -n 500 --verify" "$B/jk_write_bw -d $IF1 -n 500 --verify" "$BW"
+grep -q "Data verification: passed" "$RN_TMP/$PORT.srv" && ok "one namespace: the server verified the data" ||
+	not_ok "one namespace: the server verified the data"
+RN_PAIR_SAME_NS=1 rn_pair "jk_send_lat --verify, both in one namespace (through lo)" 1 \
+	"$B/jk_send_lat -d $IF1 -s 64 -n 1000 --verify" "$B/jk_send_lat -d $IF1 -s 64 -n 1000 --verify" "$LAT"
