@@ -75,6 +75,8 @@ struct verbs_ctx {
 	/* Who drives (verbs_progress.c): APP_IDLE, APP_SPINS, APP_GRACE. */
 	atomic_int app_state;
 	atomic_uint poll_count;       /* ibv_poll_cq calls, for the thread's check */
+	atomic_uint poll_entries;     /* ibv_poll_cq calls begun, armed CQs' too */
+	atomic_int in_poll;           /* the application is in ibv_poll_cq */
 	atomic_int grace_eager;       /* > 0: a completion puts the thread on watch
 				       * at once (APP_GRACE), else APP_AFTER */
 	int ep_fd;                    /* the thread's epoll set: kick, and the RNIC when watched */
@@ -82,11 +84,14 @@ struct verbs_ctx {
 	/* the thread's doubt of a program that polls (verbs_progress.c) */
 	uint64_t doubt_at;            /* from then on a packet is looked at in APP_SPINS */
 	uint64_t doubt_backoff;       /* how long a program proven alive is not doubted */
+	int grace_hasty;              /* packets in APP_GRACE taken over without patience */
+	int grace_hasty_next;         /* as many after the next time patience fails */
 	/* what the hand-over costs (JK_RNIC_STATS=1 prints them at close) */
 	uint64_t thread_wakeups;      /* the thread's epoll waits that returned */
 	uint64_t thread_runs;         /* RNIC runs by the thread */
 	uint64_t thread_takeovers;    /* a packet or silence made the thread the driver */
 	uint64_t thread_doubts;       /* packets looked at while the program polled */
+	uint64_t thread_grace_waits;  /* packets in APP_GRACE the thread left to the program */
 	atomic_uint app_lock_waits;   /* ibv_poll_cq found the lock taken */
 };
 

@@ -180,6 +180,8 @@ int verbs_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 	uint64_t now = rnic_now_ns();
 	int got = 0, armed;
 
+	atomic_fetch_add_explicit(&ctx->poll_entries, 1, memory_order_relaxed);
+	atomic_store_explicit(&ctx->in_poll, 1, memory_order_relaxed);
 	if (pthread_mutex_trylock(&ctx->lock)) {
 		atomic_fetch_add_explicit(&ctx->app_lock_waits, 1, memory_order_relaxed);
 		pthread_mutex_lock(&ctx->lock);
@@ -202,6 +204,7 @@ int verbs_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 	}
 	armed = cq->armed;
 	pthread_mutex_unlock(&ctx->lock);
+	atomic_store_explicit(&ctx->in_poll, 0, memory_order_relaxed);
 	/* An empty poll of an armed CQ is a program's last look before it
 	 * sleeps on the channel (arm, poll once more for what came before the
 	 * arming, then wait: rsockets, the verbs man page's recipe): the thread
