@@ -200,9 +200,11 @@ void verbs_app_polled(struct verbs_ctx *ctx, int got)
 		if (atomic_compare_exchange_strong(&ctx->app_state, &st, APP_SPINS)) {
 			if (st != APP_AFTER)
 				watch_rnic(ctx, 0);
-			/* it came back by itself: one step towards not watching */
-			if (st == APP_GRACE && atomic_load_explicit(&ctx->grace_eager, memory_order_relaxed) > 0)
-				atomic_fetch_sub_explicit(&ctx->grace_eager, 1, memory_order_relaxed);
+			/* it came back by itself: half way towards not watching */
+			if (st == APP_GRACE)
+				atomic_store_explicit(&ctx->grace_eager,
+						      atomic_load_explicit(&ctx->grace_eager, memory_order_relaxed) / 2,
+						      memory_order_relaxed);
 		}
 	} else if (got && st == APP_SPINS) {
 		if (atomic_load_explicit(&ctx->grace_eager, memory_order_relaxed) > 0) {
