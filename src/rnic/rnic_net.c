@@ -125,6 +125,26 @@ fail:
 	return err;
 }
 
+/* A send socket of its own on an ephemeral port (open_udp), with
+ * IP_RECVERR if RECVERR: its descriptor and port. */
+static int open_ephemeral(struct rnic_dev *dev, int recverr, int *fd, uint16_t *port)
+{
+	struct sockaddr_in sa;
+	socklen_t len = sizeof(sa);
+	int one = 1, err = open_udp(dev, 0, fd);
+
+	if (err)
+		return err;
+	if ((recverr && setsockopt(*fd, IPPROTO_IP, IP_RECVERR, &one, sizeof(one))) ||
+	    getsockname(*fd, (struct sockaddr *)&sa, &len)) {
+		err = -errno;
+		close(*fd);
+		return err;
+	}
+	*port = ntohs(sa.sin_port);
+	return 0;
+}
+
 /* The receive ring; after PACKET_VNET_HDR (refused once a ring is set). */
 static void open_ring(struct rnic_dev *dev, int fd)
 {
@@ -336,23 +356,16 @@ static void drop_queued(struct rnic_dev *dev)
  * go to 4791 whatever it is), with IP_RECVERR. */
 int rnic_report_unreachable(struct rnic_dev *dev)
 {
-	struct sockaddr_in sa;
-	socklen_t len = sizeof(sa);
-	int one = 1, fd, err;
+	int fd, err;
+	uint16_t port;
 
 	if (dev->tx_fd != dev->udp_fd)
 		return 0;
-	err = open_udp(dev, 0, &fd);
+	err = open_ephemeral(dev, 1, &fd, &port);
 	if (err)
 		return err;
-	if (setsockopt(fd, IPPROTO_IP, IP_RECVERR, &one, sizeof(one)) ||
-	    getsockname(fd, (struct sockaddr *)&sa, &len)) {
-		err = -errno;
-		close(fd);
-		return err;
-	}
 	dev->tx_fd = fd;
-	dev->tx_sport = ntohs(sa.sin_port);
+	dev->tx_sport = port;
 	return 0;
 }
 
@@ -539,24 +552,6 @@ int rnic_net_rx(struct rnic_dev *dev, uint64_t now_ns)
  * connected socket numbers its packets' IP IDs from a random start, and
  * the ICRC covers the ID.  QP 1's MADs and a device with
  * QP 1 (its tx_fd reads ICMP errors) leave by tx_fd. */
-static int open_peer(struct rnic_dev *dev, struct rnic_peer *p)
-{
-	struct sockaddr_in sa;
-	socklen_t len = sizeof(sa);
-	int fd, err = open_udp(dev, 0, &fd);
-
-	if (err)
-		return err;
-	if (getsockname(fd, (struct sockaddr *)&sa, &len)) {
-		err = -errno;
-		close(fd);
-		return err;
-	}
-	p->fd = fd;
-	p->sport = ntohs(sa.sin_port);
-	return 0;
-}
-
 /* Whether a send of the batch not yet flushed leaves by fd. */
 static int fd_queued(const struct rnic_dev *dev, int fd)
 {
@@ -610,7 +605,7 @@ static int peer_fd(struct rnic_dev *dev, uint32_t dip, uint32_t dqpn, uint16_t *
 	p = &dev->peer[i];
 	p->ip = dip;
 	p->block = block;
-	if (open_peer(dev, p)) {
+	if (open_ephemeral(dev, 0, &p->fd, &p->sport)) {
 		dev->cnt.tx_errors++;
 		return -1;
 	}
