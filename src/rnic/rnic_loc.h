@@ -246,14 +246,14 @@ struct rnic_dev {
 	uint32_t ip;                  /* network order */
 	uint8_t mac[6];
 	int netdev_mtu;
-	int ifindex;
+	int ifindex;                  /* of ifname (open_rx) */
 	enum rnic_mtu active_mtu;
 	union rnic_gid gid[RNIC_GID_TBL_LEN];
 	int udp_fd;                   /* bound to ip:4791: owns the port; transmit path */
 	int tx_fd;                    /* what sends leave by: udp_fd, or a socket of its
 				       * own (rnic_report_unreachable) */
 	uint16_t tx_sport;            /* tx_fd's port, in the UDP header the ICRC covers */
-	/* a connected send socket per peer device (rnic_net.c, "Peers") */
+	/* a send socket per peer device (rnic_net.c, "Peers") */
 	struct rnic_peer {
 		uint32_t ip;          /* network order */
 		uint32_t block;       /* of the peer's QPNs */
@@ -261,7 +261,8 @@ struct rnic_dev {
 		uint16_t sport;
 	} peer[RNIC_MAX_PEERS];
 	int npeers, last_peer, next_victim;
-	int rx_fd;                    /* AF_PACKET on the interface; receive path (see rnic_net.c) */
+	int rx_fd;                    /* AF_PACKET on every interface, keeping ifindex's and
+				       * lo's; receive path (see rnic_net.c) */
 
 	struct rnic_qp *qp[RNIC_MAX_QP];
 	struct rnic_qp *gsi;          /* QP 1, also in qp[] (rnic_create_gsi_qp) */

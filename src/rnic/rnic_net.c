@@ -91,9 +91,9 @@ static int attach(int fd, struct sock_filter *code, unsigned short len)
 	return setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof(prog)) ? -errno : 0;
 }
 
-/* A UDP socket bound to dev->ip:PORT (0: an ephemeral port) for sending;
- * what arrives on it is dropped (a reject-all filter), the AF_PACKET
- * socket reads. */
+/* A UDP socket bound to dev->ip:PORT (0: an ephemeral port) for
+ * sending; what arrives on it is dropped (a reject-all filter), the
+ * AF_PACKET socket reads. */
 static int open_udp(struct rnic_dev *dev, uint16_t port, int *out)
 {
 	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port),
@@ -542,16 +542,6 @@ int rnic_net_rx(struct rnic_dev *dev, uint64_t now_ns)
 	return total;
 }
 
-/* Peers.  A packet for a peer's data QP leaves by a socket of this device's
- * own for that peer device (the peer's address and the block of RNIC_MAX_QP
- * QPNs its QP is in: rnic_dev.c), bound to an ephemeral source port (RoCEv2
- * leaves it free, for entropy; rxe takes one per QP).  Packets of two pairs
- * of devices are then never one flow to the receiving kernel, whose GRO
- * coalesces only packets of one flow: a coalesced frame is all for one
- * device, which the receive filter keeps.  The socket is not connected: a
- * connected socket numbers its packets' IP IDs from a random start, and
- * the ICRC covers the ID.  QP 1's MADs and a device with
- * QP 1 (its tx_fd reads ICMP errors) leave by tx_fd. */
 /* Whether a send of the batch not yet flushed leaves by fd. */
 static int fd_queued(const struct rnic_dev *dev, int fd)
 {
@@ -561,9 +551,20 @@ static int fd_queued(const struct rnic_dev *dev, int fd)
 	return 0;
 }
 
-/* The send socket for dqpn at dip (-1: tx_fd), and its source port.  With
- * every slot taken, a peer's socket no send of the batch uses makes way,
- * in turn. */
+/* Peers.  A packet for a peer's data QP leaves by a socket of this device's
+ * own for that peer device (the peer's address and the block of RNIC_MAX_QP
+ * QPNs its QP is in: rnic_dev.c), bound to an ephemeral source port (RoCEv2
+ * leaves it free, for entropy; rxe takes one per QP).  Packets of two pairs
+ * of devices are then never one flow to the receiving kernel, whose GRO
+ * coalesces only packets of one flow: a coalesced frame is all for one
+ * device, which the receive filter keeps.  The socket is not connected: a
+ * connected socket numbers its packets' IP IDs from a random start, and
+ * the ICRC covers the ID.  QP 1's MADs and a device with QP 1 (its tx_fd
+ * reads ICMP errors) leave by tx_fd.
+ *
+ * The send socket for dqpn at dip, and its source port.  With every slot
+ * taken, a peer's socket no send of the batch uses makes way, in turn; with
+ * none free, or none to be had, tx_fd. */
 static int peer_fd(struct rnic_dev *dev, uint32_t dip, uint32_t dqpn, uint16_t *sport)
 {
 	uint32_t block = (dqpn - RNIC_QPN_BASE) / RNIC_MAX_QP;
@@ -572,7 +573,7 @@ static int peer_fd(struct rnic_dev *dev, uint32_t dip, uint32_t dqpn, uint16_t *
 
 	*sport = dev->tx_sport;
 	if (dev->gsi || dqpn < RNIC_QPN_BASE)
-		return -1;
+		return dev->tx_fd;
 	if (dev->npeers && p->ip == dip && p->block == block) {
 		*sport = p->sport;
 		return p->fd;
@@ -596,7 +597,7 @@ static int peer_fd(struct rnic_dev *dev, uint32_t dip, uint32_t dqpn, uint16_t *
 			i = -1;
 		}
 		if (i < 0)
-			return -1;
+			return dev->tx_fd;
 		close(dev->peer[i].fd);
 		dev->npeers--;
 		dev->peer[i] = dev->peer[dev->npeers];
@@ -607,7 +608,7 @@ static int peer_fd(struct rnic_dev *dev, uint32_t dip, uint32_t dqpn, uint16_t *
 	p->block = block;
 	if (open_ephemeral(dev, 0, &p->fd, &p->sport)) {
 		dev->cnt.tx_errors++;
-		return -1;
+		return dev->tx_fd;
 	}
 	dev->last_peer = dev->npeers++;
 	*sport = p->sport;
@@ -707,7 +708,7 @@ void rnic_tx_put(struct rnic_dev *dev, struct rnic_txpkt *t, int hdr_len,
 	t->dst.sin_port = htons(RNIC_UDP_PORT);
 	t->dst.sin_addr.s_addr = dip;
 	g = &dev->txg[dev->nmsg];
-	g->fd = fd >= 0 ? fd : dev->tx_fd;
+	g->fd = fd;
 	g->dip = dip;
 	g->dqpn = dqpn;
 	g->seg_len = (uint16_t)ulen;

@@ -204,6 +204,19 @@ static void post_recv(struct rnic_qp *qp, void *buf, uint32_t len, uint32_t lkey
 	assert_int_equal(rnic_post_recv(qp, &wr, &bad), 0);
 }
 
+/* A 64 KiB WRITE from a to b of bytes FILL, completed and found in b. */
+static void write_buf_checked(struct env *e, uint8_t fill)
+{
+	struct rnic_wc wc[1];
+
+	memset(e->ba, fill, BUF);
+	post_send(e->a, RNIC_WR_RDMA_WRITE, e->ba, BUF, rnic_mr_lkey(e->ma),
+		  (uintptr_t)e->bb, rnic_mr_rkey(e->mb), 1);
+	assert_int_equal(pump(e, wc, 1), 1);
+	assert_int_equal(wc[0].status, RNIC_WC_SUCCESS);
+	assert_memory_equal(e->bb, e->ba, BUF);
+}
+
 /* ---- devices sharing an interface ------------------------------------------ */
 
 #define QPN_BLOCK(qp) ((rnic_qp_num(qp) - RNIC_QPN_BASE) / RNIC_MAX_QP)
@@ -338,12 +351,7 @@ static void test_peer_sockets_make_way(void **state)
 	assert_true(c.tx_pkts >= RNIC_MAX_PEERS + 16);
 
 	connect_pair(e, ALL_ACCESS, 7);
-	memset(e->ba, 0x3c, BUF);
-	post_send(e->a, RNIC_WR_RDMA_WRITE, e->ba, BUF, rnic_mr_lkey(e->ma),
-		  (uintptr_t)e->bb, rnic_mr_rkey(e->mb), 1);
-	assert_int_equal(pump(e, wc, 1), 1);
-	assert_int_equal(wc[0].status, RNIC_WC_SUCCESS);
-	assert_memory_equal(e->bb, e->ba, BUF);
+	write_buf_checked(e, 0x3c);
 	rnic_destroy_qp(ud);
 }
 
@@ -608,18 +616,12 @@ static void test_retry_exhausted(void **state)
 static void test_small_window_acks(void **state)
 {
 	struct env *e = *state;
-	struct rnic_wc wc[4];
 	struct rnic_counters c;
 
 	NEED_ENV(e);
 	connect_pair(e, ALL_ACCESS, 7);
 	e->a->cwnd = RNIC_CWND_MIN;                /* as after four losses */
-	memset(e->ba, 0x5a, BUF);
-	post_send(e->a, RNIC_WR_RDMA_WRITE, e->ba, BUF, rnic_mr_lkey(e->ma),
-		  (uintptr_t)e->bb, rnic_mr_rkey(e->mb), 1);
-	assert_int_equal(pump(e, wc, 1), 1);
-	assert_int_equal(wc[0].status, RNIC_WC_SUCCESS);
-	assert_memory_equal(e->ba, e->bb, BUF);
+	write_buf_checked(e, 0x5a);
 	rnic_get_counters(e->dev, &c);
 	assert_int_equal(c.timeouts, 0);
 	assert_int_equal(c.retransmits, 0);

@@ -1,5 +1,6 @@
 /* mpi_pingpong.c — a small MPI program for tests/verbs/mpi.sh: two ranks
- * ping-pong messages of 8 B and 64 KiB (data checked each way), then an
+ * ping-pong messages of 8 B and 64 KiB (the untimed first tenth with data
+ * checked each way, see pingpong()), then an
  * allreduce (sum of a vector whose result each rank can predict).  Prints
  * the round-trip latency of the small message, the bandwidth of the large
  * one and the time of an allreduce of that many bytes, and "mpi ok" when
