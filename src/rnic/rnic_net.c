@@ -91,8 +91,8 @@ static int attach(int fd, struct sock_filter *code, unsigned short len)
 	return setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof(prog)) ? -errno : 0;
 }
 
-/* A UDP socket bound to dev->ip:PORT (0: an ephemeral port) for
- * sending; what arrives on it is dropped (a reject-all filter), the
+/* A UDP socket bound to dev->ip:PORT (0: an ephemeral port of its own)
+ * for sending; what arrives on it is dropped (a reject-all filter), the
  * AF_PACKET socket reads. */
 static int open_udp(struct rnic_dev *dev, uint16_t port, int *out)
 {
@@ -104,7 +104,10 @@ static int open_udp(struct rnic_dev *dev, uint16_t port, int *out)
 
 	if (fd < 0)
 		return -errno;
-	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
+	/* 4791 is shared by every soft RNIC of the address; an ephemeral port
+	 * must be the socket's own (with SO_REUSEADDR the kernel may hand two
+	 * sockets one port, and two peer devices' packets would be one flow) */
+	if ((port && setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one))) ||
 	    setsockopt(fd, IPPROTO_IP, IP_TOS, &tos, sizeof(tos)) ||
 	    setsockopt(fd, IPPROTO_IP, IP_MTU_DISCOVER, &pmtu, sizeof(pmtu)) ||
 	    bind(fd, (struct sockaddr *)&sa, sizeof(sa))) {
