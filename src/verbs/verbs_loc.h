@@ -77,6 +77,7 @@ struct verbs_ctx {
 	atomic_uint poll_count;       /* ibv_poll_cq calls, for the thread's check */
 	atomic_uint poll_entries;     /* ibv_poll_cq calls begun, armed CQs' too */
 	atomic_int in_poll;           /* the application is in ibv_poll_cq */
+	atomic_int thread_parked;     /* the thread sleeps as the driver, till a packet or its timer */
 	atomic_int grace_eager;       /* > 0: a completion puts the thread on watch
 				       * at once (APP_GRACE), else APP_AFTER */
 	int ep_fd;                    /* the thread's epoll set: kick, and the RNIC when watched */
@@ -92,6 +93,7 @@ struct verbs_ctx {
 	uint64_t thread_takeovers;    /* a packet or silence made the thread the driver */
 	uint64_t thread_doubts;       /* packets looked at while the program polled */
 	uint64_t thread_grace_waits;  /* packets in APP_GRACE the thread left to the program */
+	atomic_uint thread_unparks;   /* the program took over from a thread asleep as the driver */
 	atomic_uint app_lock_waits;   /* ibv_poll_cq found the lock taken */
 };
 

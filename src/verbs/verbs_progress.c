@@ -200,6 +200,14 @@ void verbs_app_polled(struct verbs_ctx *ctx, int got)
 		if (atomic_compare_exchange_strong(&ctx->app_state, &st, APP_SPINS)) {
 			if (st != APP_AFTER)
 				watch_rnic(ctx, 0);
+			/* the thread asleep as the driver, its descriptor just
+			 * taken away, would sleep on for its next timer (up to
+			 * IDLE_MAX_NS) and not see the program leave: it comes
+			 * to stand back (park_as_driver) */
+			if (st == APP_IDLE && atomic_load(&ctx->thread_parked)) {
+				atomic_fetch_add_explicit(&ctx->thread_unparks, 1, memory_order_relaxed);
+				verbs_progress_kick(ctx);
+			}
 			/* it came back by itself: half way towards not watching */
 			if (st == APP_GRACE)
 				atomic_store_explicit(&ctx->grace_eager,
@@ -403,6 +411,25 @@ void verbs_short_slice(void)
 	(void)syscall(SYS_sched_setattr, 0, &attr, 0);
 }
 
+/* The driver's sleep till a packet or the RNIC's next timer (at most NS).
+ * The program can take over meanwhile (it polls an empty CQ: APP_SPINS)
+ * and then stop polling for good, spinning on memory the peer writes
+ * (ib_write_lat, riostream): only a thread that stands back notices that
+ * (stand_back), and a sleep of up to IDLE_MAX_NS left the peer's packet
+ * unprocessed for up to 100 ms (ib_write_lat: a timeout and a resend
+ * every few thousand messages).  So the thread says it is parked, and the
+ * program that takes over kicks it (verbs_app_polled).  Both sides write,
+ * then read the other's word (sequentially consistent): the program sees
+ * the thread parked, or the thread sees the program's new state and does
+ * not sleep. */
+static void park_as_driver(struct verbs_ctx *ctx, uint64_t ns)
+{
+	atomic_store(&ctx->thread_parked, 1);
+	if (atomic_load(&ctx->app_state) == APP_IDLE)
+		wait_for(ctx, ns);
+	atomic_store(&ctx->thread_parked, 0);
+}
+
 static void *progress_main(void *arg)
 {
 	struct verbs_ctx *ctx = arg;
@@ -439,7 +466,7 @@ static void *progress_main(void *arg)
 				wait_for(ctx, STALL_NS);
 			continue;
 		}
-		wait_for(ctx, due - now < IDLE_MAX_NS ? due - now : IDLE_MAX_NS);
+		park_as_driver(ctx, due - now < IDLE_MAX_NS ? due - now : IDLE_MAX_NS);
 	}
 	return NULL;
 }
@@ -485,9 +512,9 @@ void verbs_progress_stop(struct verbs_ctx *ctx)
 	if (stats && atoi(stats) > 0)
 		fprintf(stderr, "verbs pid %d: thread_wakeups=%" PRIu64 " thread_runs=%" PRIu64
 			" thread_takeovers=%" PRIu64 " thread_doubts=%" PRIu64 " thread_grace_waits=%" PRIu64
-			" app_polls=%u app_lock_waits=%u\n", (int)getpid(),
+			" thread_unparks=%u app_polls=%u app_lock_waits=%u\n", (int)getpid(),
 			ctx->thread_wakeups, ctx->thread_runs, ctx->thread_takeovers, ctx->thread_doubts,
-			ctx->thread_grace_waits,
+			ctx->thread_grace_waits, atomic_load(&ctx->thread_unparks),
 			atomic_load(&ctx->poll_count), atomic_load(&ctx->app_lock_waits));
 	if (ctx->kick_fd >= 0)
 		close(ctx->kick_fd);

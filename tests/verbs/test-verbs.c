@@ -982,6 +982,83 @@ static void test_completion_channel(void **state)
 	assert_int_equal(ibv_destroy_comp_channel(ch), 0);
 }
 
+/* Waits (spinning on memory, as ib_write_lat and riostream do, no poll)
+ * until *p is v or the deadline; returns the nanoseconds it took, or -1. */
+static int64_t spin_until(const volatile uint8_t *p, uint8_t v)
+{
+	int64_t start = now_ns(), end = start + DEADLINE_NS;
+
+	while (__atomic_load_n(p, __ATOMIC_ACQUIRE) != v)
+		if (now_ns() >= end)
+			return -1;
+	return now_ns() - start;
+}
+
+/* A program that polls its CQ empty once and then spins on memory the peer
+ * writes, never polling again (riostream; ib_write_lat after a send
+ * completion): the progress thread must notice it left and deliver.  The
+ * thread had just been the driver and slept till its next timer, up to
+ * 100 ms with none due; the program's poll took the descriptor from its
+ * sleep, and the peer's WRITE waited out the 100 ms (ib_write_lat: a
+ * resend and a 50 ms round trip every few thousand).  Now the program's
+ * poll wakes the parked thread, which stands back and takes over once the
+ * program does not poll: well under the 100 ms (50 ms allowed here, for a
+ * loaded machine; typically below 1 ms). */
+static void test_memory_spinner_after_a_poll(void **state)
+{
+	struct env *e = *state;
+	struct ibv_context *ctx2 = open_lo();
+	struct ibv_pd *pd2 = ibv_alloc_pd(ctx2);
+	struct ibv_cq *cq2 = ibv_create_cq(ctx2, 16, NULL, NULL, 0);
+	uint8_t *buf2 = calloc(1, 4096);
+	struct ibv_mr *mr2;
+	struct ibv_qp *q2;
+	struct ibv_wc wc;
+	struct ibv_sge sg = { .addr = (uintptr_t)e->ba, .length = 1, .lkey = e->ma->lkey };
+	struct ibv_send_wr wr = { .wr_id = 1, .sg_list = &sg, .num_sge = 1,
+				  .opcode = IBV_WR_RDMA_WRITE, .send_flags = IBV_SEND_SIGNALED }, *bad;
+	struct ibv_qp_init_attr ia = { .send_cq = cq2, .recv_cq = cq2, .qp_type = IBV_QPT_RC,
+				       .cap = { .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1,
+						.max_recv_sge = 1 } };
+	int64_t took;
+
+	assert_non_null(pd2);
+	assert_non_null(cq2);
+	assert_non_null(buf2);
+	mr2 = ibv_reg_mr(pd2, buf2, 4096, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	assert_non_null(mr2);
+	q2 = ibv_create_qp(pd2, &ia);
+	assert_non_null(q2);
+	connect_pair(e, e->a, q2);
+	wr.wr.rdma.remote_addr = (uintptr_t)buf2;
+	wr.wr.rdma.rkey = mr2->rkey;
+
+	/* the second context's thread drives (its program never polled) */
+	e->ba[0] = 1;
+	assert_int_equal(ibv_post_send(e->a, &wr, &bad), 0);
+	assert_true(spin_until(buf2, 1) >= 0);
+	assert_int_equal(poll_n(e->cq, 1, &wc), 1);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	/* its program polls once, empty, then spins on memory */
+	assert_int_equal(ibv_poll_cq(cq2, 1, &wc), 0);
+	e->ba[0] = 2;
+	assert_int_equal(ibv_post_send(e->a, &wr, &bad), 0);
+	took = spin_until(buf2, 2);
+	assert_true(took >= 0);
+	if (took >= 50000000)
+		fail_msg("the WRITE landed after %lld us: the thread slept on as the driver",
+			 (long long)(took / 1000));
+	assert_int_equal(poll_n(e->cq, 1, &wc), 1);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+
+	assert_int_equal(ibv_destroy_qp(q2), 0);
+	assert_int_equal(ibv_dereg_mr(mr2), 0);
+	assert_int_equal(ibv_destroy_cq(cq2), 0);
+	assert_int_equal(ibv_dealloc_pd(pd2), 0);
+	assert_int_equal(ibv_close_device(ctx2), 0);
+	free(buf2);
+}
+
 static void test_refused_and_misc(void **state)
 {
 	struct env *e = *state;
@@ -1039,6 +1116,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_ud, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_async_qp_fatal, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_completion_channel, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_memory_spinner_after_a_poll, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_refused_and_misc, setup, teardown),
 	};
 
