@@ -372,6 +372,10 @@ struct iovec;
  * pad.  The ICRC goes on the wire little-endian (rnic_icrc_put). */
 uint32_t rnic_icrc(const void *ip_udp, const void *bth, size_t hdr_len,
 		   const struct iovec *iov, int iovcnt);
+/* The same for a packet whose transport headers, payload and pad lie one
+ * after the other at bth, len bytes: one pass over them (the BTH's masked
+ * byte is set to 1s while it runs, then put back). */
+uint32_t rnic_icrc_packet(const void *ip_udp, uint8_t *bth, size_t len);
 /* Verifies a received packet: ip_udp as above, bth..ICRC of paylen bytes.
  * Returns 0 or -EBADMSG. */
 int rnic_icrc_check(const void *ip_udp, const uint8_t *bth, uint32_t paylen);

@@ -49,6 +49,7 @@
 #define RNIC_MAX_PEERS       64      /* send sockets of one device, one per peer device */
 #define RNIC_FRAME_MAX       4352    /* IPv4 + UDP + headers + 4096 + pad + ICRC */
 #define RNIC_TX_IOV          (RNIC_MAX_SGE + 3)
+#define RNIC_TX_BUF          ((size_t)RNIC_TX_BATCH * RNIC_FRAME_MAX)   /* the batch's packets */
 #define RNIC_GSO_SEGS        64      /* packets per UDP_SEGMENT send (the kernel's limit) */
 #define RNIC_GSO_BYTES       65000   /* UDP payload per UDP_SEGMENT send, at most */
 #define RNIC_RX_SLOT         (10 + 14 + 65536)  /* virtio_net_hdr + Ethernet + a coalesced frame */
@@ -209,8 +210,7 @@ struct rnic_qp {
 /* One outgoing packet in the device's transmit batch. */
 struct rnic_txpkt {
 	uint8_t hdr[RNIC_MAX_HDR];
-	uint8_t tail[8];              /* pad + ICRC */
-	struct iovec *iov;            /* RNIC_TX_IOV slots in the device's txiov */
+	struct iovec *iov;            /* its payload's pieces (RNIC_TX_IOV slots, the device's txpay) */
 	struct sockaddr_in dst;
 };
 
@@ -283,10 +283,13 @@ struct rnic_dev {
 
 	/* transmit batch: ntx packets in nmsg UDP_SEGMENT sends */
 	struct rnic_txpkt tx[RNIC_TX_BATCH];
-	struct iovec txiov[RNIC_TX_BATCH * RNIC_TX_IOV];
+	struct iovec txpay[RNIC_TX_IOV];      /* the payload of the packet being built */
+	uint8_t *txbuf;                       /* the batch's packets, back to back (RNIC_TX_BUF) */
+	size_t txused;
+	struct iovec txsend[RNIC_TX_BATCH];   /* each send's run of txbuf */
 	struct mmsghdr txm[RNIC_TX_BATCH];
 	struct rnic_txgso txg[RNIC_TX_BATCH];
-	int ntx, nmsg, ntxiov;
+	int ntx, nmsg;
 	/* receive ring (PACKET_RX_RING, TPACKET_V2; NULL: recvmmsg only) */
 	uint8_t *ring;
 	uint32_t ring_head;           /* next frame to look at, free-running */
@@ -313,8 +316,8 @@ int  rnic_net_rx(struct rnic_dev *dev, uint64_t now_ns);
 void rnic_net_count_drops(struct rnic_dev *dev);   /* the kernel's, into drop_rx_full */
 struct rnic_txpkt *rnic_tx_get(struct rnic_dev *dev);
 /* Completes the packet taken by rnic_tx_get(): headers of hdr_len bytes in
- * t->hdr, payload in t->iov[1 .. 1+npay) of paylen bytes.  Adds pad and
- * ICRC and queues it for dip. */
+ * t->hdr, payload in t->iov[1 .. 1+npay) of paylen bytes.  Copies it into
+ * the batch's buffer with pad and ICRC and queues it for dip. */
 void rnic_tx_put(struct rnic_dev *dev, struct rnic_txpkt *t, int hdr_len,
 		 int npay, uint32_t paylen, uint32_t dip);
 void rnic_tx_flush(struct rnic_dev *dev);
