@@ -28,6 +28,7 @@
 
 #define CRC32_POLY_LE   0xedb88320u
 #define RNIC_ICRC_SEED  0xdebb20e3u   /* crc32_le(~0, 8 x 0xff) */
+#define RNIC_IPUDP_BYTES (sizeof(struct rnic_ipv4) + sizeof(struct rnic_udp))
 
 static uint32_t crc_tab[8][256];
 static pthread_once_t crc_once = PTHREAD_ONCE_INIT;
@@ -222,21 +223,28 @@ uint32_t rnic_crc32(uint32_t crc, const void *buf, size_t len)
 	return crc;
 }
 
-/* CRC state after the masked IPv4, UDP and BTH headers. */
-static uint32_t icrc_hdr(const void *ip_udp, const void *bth)
+/* Sets the IPv4 and UDP fields a router may change (TOS, TTL, checksums)
+ * to 1s in a copy of the two headers. */
+static void mask_ipudp(uint8_t *ps)
 {
-	uint8_t ps[sizeof(struct rnic_ipv4) + sizeof(struct rnic_udp) +
-		   sizeof(struct rnic_bth)];
 	struct rnic_ipv4 *ip = (struct rnic_ipv4 *)ps;
 	struct rnic_udp *udp = (struct rnic_udp *)(ip + 1);
-	struct rnic_bth *b = (struct rnic_bth *)(udp + 1);
 
-	memcpy(ps, ip_udp, sizeof(*ip) + sizeof(*udp));
-	memcpy(b, bth, sizeof(*b));
 	ip->tos = 0xff;
 	ip->ttl = 0xff;
 	ip->check.raw = 0xffff;
 	udp->check.raw = 0xffff;
+}
+
+/* CRC state after the masked IPv4, UDP and BTH headers. */
+static uint32_t icrc_hdr(const void *ip_udp, const void *bth)
+{
+	uint8_t ps[RNIC_IPUDP_BYTES + sizeof(struct rnic_bth)];
+	struct rnic_bth *b = (struct rnic_bth *)(ps + RNIC_IPUDP_BYTES);
+
+	memcpy(ps, ip_udp, RNIC_IPUDP_BYTES);
+	memcpy(b, bth, sizeof(*b));
+	mask_ipudp(ps);
 	b->fqpn.raw |= htonl(~BTH_QPN_MASK);   /* FECN, BECN, resv6 */
 	return rnic_crc32(RNIC_ICRC_SEED, ps, sizeof(ps));
 }
@@ -244,15 +252,10 @@ static uint32_t icrc_hdr(const void *ip_udp, const void *bth)
 /* CRC state after the masked IPv4 and UDP headers. */
 static uint32_t icrc_ipudp(const void *ip_udp)
 {
-	uint8_t ps[sizeof(struct rnic_ipv4) + sizeof(struct rnic_udp)];
-	struct rnic_ipv4 *ip = (struct rnic_ipv4 *)ps;
-	struct rnic_udp *udp = (struct rnic_udp *)(ip + 1);
+	uint8_t ps[RNIC_IPUDP_BYTES];
 
 	memcpy(ps, ip_udp, sizeof(ps));
-	ip->tos = 0xff;
-	ip->ttl = 0xff;
-	ip->check.raw = 0xffff;
-	udp->check.raw = 0xffff;
+	mask_ipudp(ps);
 	return rnic_crc32(RNIC_ICRC_SEED, ps, sizeof(ps));
 }
 
