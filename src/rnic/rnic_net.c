@@ -659,10 +659,11 @@ static uint8_t *stage(struct rnic_dev *dev, const struct rnic_txpkt *t, int hdr_
 		      uint32_t paylen, uint32_t pad)
 {
 	size_t len = (size_t)hdr_len + paylen + pad + RNIC_ICRC_SIZE, off = (size_t)hdr_len;
-	uint8_t *p = dev->txbuf + dev->txused;
+	uint8_t *p;
 
 	if (!dev->txbuf || len > RNIC_FRAME_MAX || dev->txused + len > RNIC_TX_BUF)
 		return NULL;
+	p = dev->txbuf + dev->txused;
 	memcpy(p, t->hdr, (size_t)hdr_len);
 	for (int i = 0; i < npay; i++) {
 		memcpy(p + off, t->iov[1 + i].iov_base, t->iov[1 + i].iov_len);
