@@ -361,20 +361,16 @@ static inline uint32_t aeth_msn(const struct rnic_pkt *p)
  * the usual pre/post inversion: Linux's crc32_le(). */
 uint32_t rnic_crc32(uint32_t crc, const void *buf, size_t len);
 
-struct iovec;
 /* ICRC of a RoCEv2 packet as the IB spec (Annex A17) and Linux rxe define
  * it: CRC-32 seeded as if over a masked 8-byte LRH of 0xff, then over the
  * IPv4 header with TOS, TTL and checksum masked to 1s, the UDP header with
  * its checksum masked, the BTH with its reserved byte (FECN/BECN/resv6)
  * masked, the rest of the headers and the payload with pad; inverted.
- * ip points at the 20-byte IPv4 header followed by the 8-byte UDP header,
- * bth at the transport headers (hdr_len bytes), then iov[] the payload and
- * pad.  The ICRC goes on the wire little-endian (rnic_icrc_put). */
-uint32_t rnic_icrc(const void *ip_udp, const void *bth, size_t hdr_len,
-		   const struct iovec *iov, int iovcnt);
-/* The same for a packet whose transport headers, payload and pad lie one
- * after the other at bth, len bytes: one pass over them (the BTH's masked
- * byte is set to 1s while it runs, then put back). */
+ * ip_udp points at the 20-byte IPv4 header followed by the 8-byte UDP
+ * header, bth at the transport headers, payload and pad, len bytes one
+ * after the other: one pass over them (the BTH's masked byte is set to 1s
+ * while it runs, then put back).  The ICRC goes on the wire little-endian
+ * (rnic_icrc_put). */
 uint32_t rnic_icrc_packet(const void *ip_udp, uint8_t *bth, size_t len);
 /* Verifies a received packet: ip_udp as above, bth..ICRC of paylen bytes.
  * Returns 0 or -EBADMSG. */

@@ -48,7 +48,7 @@
 #define RNIC_TX_BATCH        128     /* packets queued before a flush */
 #define RNIC_MAX_PEERS       64      /* send sockets of one device, one per peer device */
 #define RNIC_FRAME_MAX       4352    /* IPv4 + UDP + headers + 4096 + pad + ICRC */
-#define RNIC_TX_IOV          (RNIC_MAX_SGE + 3)
+#define RNIC_TX_IOV          (RNIC_MAX_SGE + 1)   /* a packet's payload pieces, from [1] */
 #define RNIC_TX_BUF          ((size_t)RNIC_TX_BATCH * RNIC_FRAME_MAX)   /* the batch's packets */
 #define RNIC_GSO_SEGS        64      /* packets per UDP_SEGMENT send (the kernel's limit) */
 #define RNIC_GSO_BYTES       65000   /* UDP payload per UDP_SEGMENT send, at most */

@@ -7,7 +7,6 @@
 #define JK_TEST_ROCE_FRAME_H
 
 #include <stdint.h>
-#include <sys/uio.h>
 
 #include "rnic/rnic_loc.h"
 
@@ -35,14 +34,11 @@ static inline void rf_ipudp(uint8_t *frame, uint32_t paylen, uint8_t tos, uint32
 static inline void rf_icrc(uint8_t *frame, uint32_t paylen, uint32_t flip)
 {
 	uint8_t *bth = frame + RNIC_IPUDP_LEN;
-	struct iovec iov;
 
 	if (paylen < sizeof(struct rnic_bth) + RNIC_ICRC_SIZE)
 		return;
-	iov.iov_base = bth + sizeof(struct rnic_bth);
-	iov.iov_len = paylen - sizeof(struct rnic_bth) - RNIC_ICRC_SIZE;
 	rnic_icrc_put(bth + paylen - RNIC_ICRC_SIZE,
-		      rnic_icrc(frame, bth, sizeof(struct rnic_bth), &iov, 1) ^ flip);
+		      rnic_icrc_packet(frame, bth, paylen - RNIC_ICRC_SIZE) ^ flip);
 }
 
 #endif

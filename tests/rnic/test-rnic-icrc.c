@@ -6,7 +6,6 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
-#include <sys/uio.h>
 #include <cmocka.h>
 
 #include "rnic/rnic_hdr.h"
@@ -29,7 +28,8 @@ static void test_scapy_frames_verify(void **state)
 	}
 }
 
-/* Computing it the way the transmit path does (headers + payload iovec)
+/* Computing it the way the transmit path does (one pass over the packet as
+ * it lies in the batch's buffer, its masked BTH byte set and put back)
  * gives the bytes scapy put on the wire. */
 static void test_generate_matches(void **state)
 {
@@ -37,19 +37,11 @@ static void test_generate_matches(void **state)
 		const struct icrc_fixture *f = &icrc_fixtures[i];
 		struct rnic_pkt pkt;
 		uint8_t buf[2048], out[4];
-		struct iovec iov;
-		uint32_t hlen, icrc;
+		uint32_t icrc;
 
 		copy(f, buf);
 		assert_int_equal(rnic_hdr_parse(&pkt, buf + IPUDP, f->len - IPUDP), 0);
-		hlen = rnic_opcode[pkt.opcode].length;
-		iov.iov_base = pkt.payload;
-		iov.iov_len = pkt.payload_len + pkt.pad;
-		icrc = rnic_icrc(buf, pkt.hdr, hlen, &iov, 1);
-		rnic_icrc_put(out, icrc);
-		assert_memory_equal(out, f->bytes + f->len - 4, 4);
-		/* in one pass over the packet as it lies (the transmit path's
-		 * batch buffer), its masked BTH byte set and put back */
+		assert_ptr_equal(pkt.payload + pkt.payload_len + pkt.pad + 4, buf + f->len);
 		buf[IPUDP + 4] ^= 0xc0;  /* FECN/BECN: masked, and kept */
 		icrc = rnic_icrc_packet(buf, buf + IPUDP, f->len - IPUDP - 4);
 		rnic_icrc_put(out, icrc);
