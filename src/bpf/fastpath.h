@@ -121,11 +121,12 @@ struct jk_fp_dhtb {
 };
 
 /* htb class ids (minor numbers, major 1): on the shaper veth, per vNIC, a
- * parent, an RDMA leaf and JK_FP_TCP_LEAVES TCP leaves (egress); on a
- * vNIC's own device the same once (ingress).  A TCP flow's leaf is its
- * own (new flows take the leaves in turn: jk_flow_leaf): htb serves the
- * leaves in turn, so up to 8 flows of one vNIC share its TCP rate, not one
- * FIFO (no sfq or fq_codel on these kernels). */
+ * parent, an RDMA leaf and a TCP class over JK_FP_TCP_LEAVES TCP leaves
+ * (egress); on a vNIC's own device the same once (ingress).  A TCP flow's
+ * leaf is its own (new flows take the leaves in turn: jk_flow_leaf): htb
+ * serves the leaves in turn, so up to 8 flows of one vNIC share its TCP
+ * rate, not one FIFO (no sfq or fq_codel on these kernels); the TCP class
+ * holds TCP's whole weighted share for however many of them are busy. */
 #define JK_FP_TCP_LEAVES       8
 #define JK_FP_FLOW_LEAVES_MAX  65536   /* jk_flow_leaf: flows with a leaf (LRU: a forgotten flow gets another) */
 
@@ -139,7 +140,9 @@ struct jk_fp_flow_key {
 #define JK_FP_HTB_EG_PARENT(id) (0x1000 + (id))
 #define JK_FP_HTB_EG_TCP(id, k) (0x2000 + (id) * JK_FP_TCP_LEAVES + (k))
 #define JK_FP_HTB_EG_RDMA(id)   (0x3000 + (id))
+#define JK_FP_HTB_EG_TCPCLS(id) (0x4000 + (id))
 #define JK_FP_HTB_IN_PARENT     1
+#define JK_FP_HTB_IN_TCPCLS     2
 #define JK_FP_HTB_IN_TCP(k)     (0x10 + (k))
 #define JK_FP_HTB_IN_RDMA       3
 #define JK_FP_PRIO(minor)       ((uint32_t)JK_FP_HTB_MAJOR << 16 | (minor))

@@ -58,10 +58,20 @@ struct jk_ebpf {
 
 static void rcft_sweep(struct jk_ebpf *e, uint32_t id, uint64_t idle_ns);
 
-/* The minor of TCP leaf k of vNIC id, egress (on the shaper) and ingress
- * (on its own device). */
-static uint16_t eg_tcp(uint16_t id, unsigned k) { return (uint16_t)JK_FP_HTB_EG_TCP(id, k); }
-static uint16_t in_tcp(uint16_t id, unsigned k) { return (uint16_t)JK_FP_HTB_IN_TCP(k); }
+/* The htb classes of one shaped direction of a vNIC (minors): its
+ * parent, RDMA's leaf, TCP's class and TCP's first leaf (the
+ * JK_FP_TCP_LEAVES leaves are consecutive). */
+struct htb_ids {
+	uint16_t parent, rdma, tcp, tcp_leaf0;
+};
+
+static struct htb_ids vnic_htb_ids(uint16_t id, unsigned dir)
+{
+	if (dir == JK_DIR_EGRESS)
+		return (struct htb_ids){ JK_FP_HTB_EG_PARENT(id), JK_FP_HTB_EG_RDMA(id), JK_FP_HTB_EG_TCPCLS(id),
+					 JK_FP_HTB_EG_TCP(id, 0) };
+	return (struct htb_ids){ JK_FP_HTB_IN_PARENT, JK_FP_HTB_IN_RDMA, JK_FP_HTB_IN_TCPCLS, JK_FP_HTB_IN_TCP(0) };
+}
 
 /* The verifier's log of the last load, for the error message. */
 static char verifier_log[8192];
@@ -547,36 +557,47 @@ static void rcft_flush(struct jk_ebpf *e, uint32_t id)
  * it sends to the vNIC's parent class, where TCP borrows. */
 #define RDMA_LEAF_RATE (100ull * 1000 * 1000 * 1000 / 8)
 
-/* The htb classes of one direction: a parent at the rate; TCP's
- * JK_FP_TCP_LEAVES leaves, each at its part of TCP's weighted share with
- * ceil = the rate and a bfifo of the DHTB's queue limit; RDMA's leaf at
- * RDMA_LEAF_RATE, served first.  tcp(k): leaf k's minor.  An error is
- * reported, and the vNIC stays shaped by the program's arithmetic alone. */
-static int htb_classes(unsigned ifindex, uint16_t parent, uint16_t (*tcp)(uint16_t, unsigned), uint16_t id,
-		       uint16_t rdma, const struct jk_dhtb *b)
+/* The htb classes of one direction: a parent at the rate; RDMA's leaf at
+ * RDMA_LEAF_RATE, served first; TCP's class at its weighted share with
+ * ceil = the rate, and under it JK_FP_TCP_LEAVES leaves, each at its part
+ * of the share with ceil = the rate and a bfifo of the DHTB's queue
+ * limit.  The leaves borrow from TCP's class first: one busy flow has
+ * TCP's whole share, however far RDMA overshoots its own before its
+ * senders slow down (RDMA is charged to the parent, which TCP's class
+ * borrows from only beyond its share).  An error is reported, and the
+ * vNIC stays shaped by the program's arithmetic alone. */
+static int htb_classes(unsigned ifindex, struct htb_ids ids, const struct jk_dhtb *b)
 {
 	uint64_t rate = b->params.rate_bps / 8;
 	uint32_t burst = (uint32_t)(b->tb.root.depth / JK_TB_NS_PER_S);
 	uint32_t wsum = b->params.weight[JK_DHTB_RDMA] + b->params.weight[JK_DHTB_TCP];
-	uint64_t tcp_rate = (wsum ? rate * b->params.weight[JK_DHTB_TCP] / wsum : rate) / JK_FP_TCP_LEAVES;
+	uint64_t tcp_rate = wsum ? rate * b->params.weight[JK_DHTB_TCP] / wsum : rate;
+	uint64_t leaf_rate = tcp_rate / JK_FP_TCP_LEAVES;
 	int r;
 
-	if ((r = jk_nl_htb_class(ifindex, parent, 0, rate, rate, burst, 0)) ||
-	    (r = jk_nl_htb_class(ifindex, rdma, parent, RDMA_LEAF_RATE, RDMA_LEAF_RATE, burst, 0)))
+	if ((r = jk_nl_htb_class(ifindex, ids.parent, 0, rate, rate, burst, 0)) ||
+	    (r = jk_nl_htb_class(ifindex, ids.rdma, ids.parent, RDMA_LEAF_RATE, RDMA_LEAF_RATE, burst, 0)) ||
+	    (r = jk_nl_htb_class(ifindex, ids.tcp, ids.parent, tcp_rate ? tcp_rate : 1, rate, burst, 1)))
 		return r;
 	for (unsigned k = 0; k < JK_FP_TCP_LEAVES; k++)
-		if ((r = jk_nl_htb_class(ifindex, tcp(id, k), parent, tcp_rate ? tcp_rate : 1, rate, burst, 1)) ||
-		    (r = jk_nl_bfifo(ifindex, tcp(id, k), b->params.queue_limit)))
+		if ((r = jk_nl_htb_class(ifindex, (uint16_t)(ids.tcp_leaf0 + k), ids.tcp, leaf_rate ? leaf_rate : 1,
+					 rate, burst, 1)) ||
+		    (r = jk_nl_bfifo(ifindex, (uint16_t)(ids.tcp_leaf0 + k), b->params.queue_limit)))
 			return r;
 	return 0;
 }
 
+/* Children before their parents (htb refuses to delete a class with
+ * children). */
 static void egress_classes_del(struct jk_ebpf *e, uint16_t id)
 {
+	struct htb_ids ids = vnic_htb_ids(id, JK_DIR_EGRESS);
+
 	for (unsigned k = 0; k < JK_FP_TCP_LEAVES; k++)
-		jk_nl_htb_class_del(e->shaper_ifindex, eg_tcp(id, k));
-	jk_nl_htb_class_del(e->shaper_ifindex, (uint16_t)JK_FP_HTB_EG_RDMA(id));
-	jk_nl_htb_class_del(e->shaper_ifindex, (uint16_t)JK_FP_HTB_EG_PARENT(id));
+		jk_nl_htb_class_del(e->shaper_ifindex, (uint16_t)(ids.tcp_leaf0 + k));
+	jk_nl_htb_class_del(e->shaper_ifindex, ids.tcp);
+	jk_nl_htb_class_del(e->shaper_ifindex, ids.rdma);
+	jk_nl_htb_class_del(e->shaper_ifindex, ids.parent);
 }
 
 /* vNIC id's DHTBs, as the core has them: the program's buckets (fresh,
@@ -606,12 +627,11 @@ static void vnic_shape(struct jakirod *d, uint16_t id)
 		if (dir == JK_DIR_EGRESS) {
 			egress_classes_del(e, id);
 			if (jk_dhtb_limited(b))
-				r = htb_classes(e->shaper_ifindex, (uint16_t)JK_FP_HTB_EG_PARENT(id), eg_tcp, id,
-						(uint16_t)JK_FP_HTB_EG_RDMA(id), b);
+				r = htb_classes(e->shaper_ifindex, vnic_htb_ids(id, dir), b);
 		} else if (ifindex) {
 			jk_nl_qdisc_root_del(ifindex);
 			if (jk_dhtb_limited(b) && (r = jk_nl_htb_root(ifindex)) == 0)
-				r = htb_classes(ifindex, JK_FP_HTB_IN_PARENT, in_tcp, id, JK_FP_HTB_IN_RDMA, b);
+				r = htb_classes(ifindex, vnic_htb_ids(id, dir), b);
 		}
 		if (r)
 			fprintf(stderr, "jakirod: %s: %s htb classes: %s: TCP over the rate is not held\n", v->cfg.name,
@@ -746,13 +766,12 @@ void jk_ebpf_vlt_sync(struct jakirod *d, uint32_t vni, uint32_t ip)
 static uint64_t tcp_from_htb(struct jk_ebpf *e, uint16_t id, unsigned dir, struct jk_vnic *v, const char *ifname)
 {
 	struct jk_dhtb_class_stats *st = &v->dhtb[dir].st[JK_DHTB_TCP];
+	struct htb_ids ids = vnic_htb_ids(id, dir);
 	struct jk_nl_class_sum sum;
 	int r;
 
-	if (dir == JK_DIR_EGRESS)
-		r = jk_nl_class_stats(e->shaper_ifindex, eg_tcp(id, 0), eg_tcp(id, JK_FP_TCP_LEAVES - 1), &sum);
-	else
-		r = jk_nl_class_stats(if_nametoindex(ifname), in_tcp(id, 0), in_tcp(id, JK_FP_TCP_LEAVES - 1), &sum);
+	r = jk_nl_class_stats(dir == JK_DIR_EGRESS ? e->shaper_ifindex : if_nametoindex(ifname), ids.tcp_leaf0,
+			      (uint16_t)(ids.tcp_leaf0 + JK_FP_TCP_LEAVES - 1), &sum);
 	if (r)
 		return 0;
 	st->packets = sum.packets;
