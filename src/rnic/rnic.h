@@ -120,6 +120,8 @@ int      rnic_fd(const struct rnic_dev *dev);
  * the negative errno, or 0. */
 int      rnic_fd_error(struct rnic_dev *dev);
 uint64_t rnic_next_due(struct rnic_dev *dev, uint64_t now_ns);
+/* The same for one QP's own timers and work (after a change to it). */
+uint64_t rnic_qp_next_due(struct rnic_qp *qp, uint64_t now_ns);
 /* ICMP "port unreachable" for what the device sent: nothing at the
  * destination address has the RoCE port open.  rnic_report_unreachable()
  * asks for them (an RDMA CM's device: a REQ to a tenant where no program

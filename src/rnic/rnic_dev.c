@@ -275,6 +275,31 @@ int rnic_progress_tx(struct rnic_dev *dev, uint64_t now_ns)
 
 static uint64_t min_u64(uint64_t a, uint64_t b) { return a < b ? a : b; }
 
+/* When QP qp next needs the RNIC run (UINT64_MAX: not till a packet or a
+ * post). */
+static uint64_t qp_next_due(const struct rnic_dev *dev, struct rnic_qp *qp, uint64_t now_ns)
+{
+	uint64_t due = UINT64_MAX;
+
+	if (!qp_active(qp))
+		return due;
+	if (qp->resp.nak_pending || qp->resp.cnp_pending)
+		return now_ns;
+	if (qp->resp.ack_pending)
+		due = min_u64(due, qp->resp.ack_hold_until && dev->hold_acks ? qp->resp.ack_hold_until : now_ns);
+	if (qp->comp.deadline)
+		due = min_u64(due, qp->comp.deadline);
+	due = min_u64(due, rnic_dcqcn_next_due(&qp->rp, &dev->dcqcn));
+	if (rnic_resp_has_work(qp) || rnic_req_has_work(qp)) {
+		uint64_t t = rnic_dcqcn_send_due(&qp->rp, &dev->dcqcn, now_ns);
+
+		if (!rnic_resp_has_work(qp) && qp->req.rnr_until > t)
+			t = qp->req.rnr_until;
+		due = min_u64(due, t);
+	}
+	return due;
+}
+
 uint64_t rnic_next_due(struct rnic_dev *dev, uint64_t now_ns)
 {
 	uint64_t due = UINT64_MAX;
@@ -284,25 +309,16 @@ uint64_t rnic_next_due(struct rnic_dev *dev, uint64_t now_ns)
 	for (int i = 0; i < dev->qp_end; i++) {
 		struct rnic_qp *qp = dev->qp[i];
 
-		if (!qp_active(qp))
-			continue;
-		if (qp->resp.nak_pending || qp->resp.cnp_pending)
+		if (qp_active(qp) && (qp->resp.nak_pending || qp->resp.cnp_pending))
 			return now_ns;
-		if (qp->resp.ack_pending)
-			due = min_u64(due, qp->resp.ack_hold_until && dev->hold_acks ?
-					   qp->resp.ack_hold_until : now_ns);
-		if (qp->comp.deadline)
-			due = min_u64(due, qp->comp.deadline);
-		due = min_u64(due, rnic_dcqcn_next_due(&qp->rp, &dev->dcqcn));
-		if (rnic_resp_has_work(qp) || rnic_req_has_work(qp)) {
-			uint64_t t = rnic_dcqcn_send_due(&qp->rp, &dev->dcqcn, now_ns);
-
-			if (!rnic_resp_has_work(qp) && qp->req.rnr_until > t)
-				t = qp->req.rnr_until;
-			due = min_u64(due, t);
-		}
+		due = min_u64(due, qp_next_due(dev, qp, now_ns));
 	}
 	return due;
+}
+
+uint64_t rnic_qp_next_due(struct rnic_qp *qp, uint64_t now_ns)
+{
+	return qp->dev->ntx ? now_ns : qp_next_due(qp->dev, qp, now_ns);
 }
 
 int rnic_fd(const struct rnic_dev *dev)

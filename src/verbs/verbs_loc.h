@@ -78,6 +78,8 @@ struct verbs_ctx {
 	atomic_uint poll_entries;     /* ibv_poll_cq calls begun, armed CQs' too */
 	atomic_int in_poll;           /* the application is in ibv_poll_cq */
 	atomic_int thread_parked;     /* the thread sleeps as the driver, till a packet or its timer */
+	uint64_t thread_wakes_at;     /* under lock: the driver's next run without a packet or
+				       * a kick (0: unknown, a change kicks it) */
 	atomic_int grace_eager;       /* > 0: a completion puts the thread on watch
 				       * at once (APP_GRACE), else APP_AFTER */
 	int ep_fd;                    /* the thread's epoll set: kick, and the RNIC when watched */
@@ -93,6 +95,7 @@ struct verbs_ctx {
 	uint64_t thread_takeovers;    /* a packet or silence made the thread the driver */
 	uint64_t thread_doubts;       /* packets looked at while the program polled */
 	uint64_t thread_grace_waits;  /* packets in APP_GRACE the thread left to the program */
+	uint64_t kicks_spared;        /* QP changes the sleeping driver had no need to see */
 	atomic_uint thread_unparks;   /* the program took over from a thread asleep as the driver */
 	atomic_uint app_lock_waits;   /* ibv_poll_cq found the lock taken */
 };
@@ -208,6 +211,7 @@ int  verbs_thread_create(pthread_t *t, void *(*fn)(void *), void *arg);
 int  verbs_progress_start(struct verbs_ctx *ctx);
 void verbs_progress_stop(struct verbs_ctx *ctx);
 void verbs_progress_kick(struct verbs_ctx *ctx);
+void verbs_progress_changed(struct verbs_ctx *ctx, struct verbs_qp *qp);
 void verbs_short_slice(void);
 /* The application is about to sleep (waiting for an event): the thread
  * takes over at once. */

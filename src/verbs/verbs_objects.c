@@ -477,8 +477,8 @@ struct ibv_qp *verbs_create_qp_ex(struct ibv_context *context, struct ibv_qp_ini
 	pthread_mutex_lock(&ctx->lock);
 	qp->next = ctx->qps;
 	ctx->qps = qp;
+	verbs_progress_changed(ctx, qp);
 	pthread_mutex_unlock(&ctx->lock);
-	verbs_progress_kick(ctx);
 	return &qp->qpx.qp_base;
 }
 
@@ -574,8 +574,8 @@ VERBS_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *a, int m
 		/* ERR set by the application raises no event */
 		qp->err_seen = ibqp->state == IBV_QPS_ERR;
 	}
+	verbs_progress_changed(ctx, qp);
 	pthread_mutex_unlock(&ctx->lock);
-	verbs_progress_kick(ctx);
 	return -err;
 }
 

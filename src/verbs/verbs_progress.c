@@ -97,14 +97,19 @@ void verbs_channel_forget(struct verbs_cq *cq)
 	pthread_mutex_unlock(&ch->mu);
 }
 
+/* An armed CQ with completions: its event. */
+static void notify_cq(struct verbs_cq *cq)
+{
+	if (!cq->armed || !cq->cq.channel || !rnic_cq_pending(cq->rcq))
+		return;
+	cq->armed = 0;
+	channel_push(to_vch(cq->cq.channel), cq);
+}
+
 void verbs_notify_cqs(struct verbs_ctx *ctx)
 {
-	for (struct verbs_cq *cq = ctx->cqs; cq; cq = cq->next) {
-		if (!cq->armed || !cq->cq.channel || !rnic_cq_pending(cq->rcq))
-			continue;
-		cq->armed = 0;
-		channel_push(to_vch(cq->cq.channel), cq);
-	}
+	for (struct verbs_cq *cq = ctx->cqs; cq; cq = cq->next)
+		notify_cq(cq);
 }
 
 /* Queues one event (dropped if VERBS_ASYNC_QUEUE are unread). */
@@ -171,6 +176,29 @@ void verbs_progress_kick(struct verbs_ctx *ctx)
 
 	if (ctx->kick_fd >= 0)
 		(void)!write(ctx->kick_fd, &one, sizeof(one));
+}
+
+/* After the application changed QP qp under the lock (created it, or
+ * modified it): the events of its CQs now (moved to the error state, it
+ * flushed its work requests), and a kick only if the thread, the driver,
+ * would sleep past what the change made due.  Kicked for every change,
+ * cmtime's server woke its progress thread four times per connection
+ * (create, INIT, RTR, RTS) and the client's as often, each a run of the
+ * RNIC over every QP and CQ for nothing.  An application that drives
+ * (APP_SPINS ...; the thread stands back and looks again) kicks as
+ * before.  One QP is looked at, not the device: a change to one QP makes
+ * only its own timers, work and completions due. */
+void verbs_progress_changed(struct verbs_ctx *ctx, struct verbs_qp *qp)
+{
+	notify_cq(to_vcq(qp->qpx.qp_base.send_cq));
+	if (qp->qpx.qp_base.recv_cq != qp->qpx.qp_base.send_cq)
+		notify_cq(to_vcq(qp->qpx.qp_base.recv_cq));
+	if (atomic_load(&ctx->app_state) == APP_IDLE && ctx->thread_wakes_at &&
+	    rnic_qp_next_due(qp->rqp, rnic_now_ns()) >= ctx->thread_wakes_at) {
+		ctx->kicks_spared++;
+		return;
+	}
+	verbs_progress_kick(ctx);
 }
 
 /* The RNIC's descriptor in or out of the thread's epoll set.  Adding a
@@ -458,6 +486,11 @@ static void *progress_main(void *arg)
 		verbs_notify_async(ctx);
 		now = rnic_now_ns();
 		due = rnic_next_due(ctx->rnic, now);
+		if (due > now && due - now > IDLE_MAX_NS)
+			due = now + IDLE_MAX_NS;
+		/* what a change by the application is held against
+		 * (verbs_progress_changed); a stall's wait is short: unknown */
+		ctx->thread_wakes_at = due > now ? due : 0;
 		pthread_mutex_unlock(&ctx->lock);
 		if (due <= now) {
 			/* a stall only if the work was due when the RNIC ran and
@@ -466,7 +499,7 @@ static void *progress_main(void *arg)
 				wait_for(ctx, STALL_NS);
 			continue;
 		}
-		park_as_driver(ctx, due - now < IDLE_MAX_NS ? due - now : IDLE_MAX_NS);
+		park_as_driver(ctx, due - now);
 	}
 	return NULL;
 }
@@ -512,9 +545,9 @@ void verbs_progress_stop(struct verbs_ctx *ctx)
 	if (stats && atoi(stats) > 0)
 		fprintf(stderr, "verbs pid %d: thread_wakeups=%" PRIu64 " thread_runs=%" PRIu64
 			" thread_takeovers=%" PRIu64 " thread_doubts=%" PRIu64 " thread_grace_waits=%" PRIu64
-			" thread_unparks=%u app_polls=%u app_lock_waits=%u\n", (int)getpid(),
+			" thread_unparks=%u kicks_spared=%" PRIu64 " app_polls=%u app_lock_waits=%u\n", (int)getpid(),
 			ctx->thread_wakeups, ctx->thread_runs, ctx->thread_takeovers, ctx->thread_doubts,
-			ctx->thread_grace_waits, atomic_load(&ctx->thread_unparks),
+			ctx->thread_grace_waits, atomic_load(&ctx->thread_unparks), ctx->kicks_spared,
 			atomic_load(&ctx->poll_count), atomic_load(&ctx->app_lock_waits));
 	if (ctx->kick_fd >= 0)
 		close(ctx->kick_fd);

@@ -982,6 +982,46 @@ static void test_completion_channel(void **state)
 	assert_int_equal(ibv_destroy_comp_channel(ch), 0);
 }
 
+/* A program that sleeps in its completion channel and moves its QP to
+ * the error state: the flushed receives' event is in the channel when
+ * ibv_modify_qp returns.  (The progress thread, parked as the driver with
+ * no timer due, is no longer kicked for a QP change that makes nothing
+ * due, and would have slept on for up to 100 ms.) */
+static void test_error_flush_event_at_once(void **state)
+{
+	struct env *e = *state;
+	struct ibv_comp_channel *ch = ibv_create_comp_channel(e->ctx);
+	struct ibv_qp_attr err = { .qp_state = IBV_QPS_ERR };
+	struct ibv_cq *rcq, *ev_cq;
+	struct ibv_qp *rx;
+	struct ibv_wc wc[2];
+	struct pollfd p;
+	void *ev_ctx;
+
+	assert_non_null(ch);
+	rcq = ibv_create_cq(e->ctx, 16, NULL, ch, 0);
+	assert_non_null(rcq);
+	rx = new_qp(e, rcq, 0);
+	connect_pair(e, e->a, rx);
+	post_recv(rx, e->mb, e->bb, 64, 7);
+	post_recv(rx, e->mb, e->bb + 64, 64, 8);
+	assert_int_equal(ibv_req_notify_cq(rcq, 0), 0);
+	p = (struct pollfd){ .fd = ch->fd, .events = POLLIN };
+	assert_int_equal(poll(&p, 1, 0), 0);
+	assert_int_equal(ibv_modify_qp(rx, &err, IBV_QP_STATE), 0);
+	assert_int_equal(poll(&p, 1, 0), 1);
+	assert_int_equal(ibv_get_cq_event(ch, &ev_cq, &ev_ctx), 0);
+	assert_ptr_equal(ev_cq, rcq);
+	assert_int_equal(ibv_poll_cq(rcq, 2, wc), 2);
+	assert_int_equal(wc[0].wr_id, 7);
+	assert_int_equal(wc[0].status, IBV_WC_WR_FLUSH_ERR);
+	assert_int_equal(wc[1].wr_id, 8);
+	ibv_ack_cq_events(rcq, 1);
+	assert_int_equal(ibv_destroy_qp(rx), 0);
+	assert_int_equal(ibv_destroy_cq(rcq), 0);
+	assert_int_equal(ibv_destroy_comp_channel(ch), 0);
+}
+
 /* Waits (spinning on memory, as ib_write_lat and riostream do, no poll)
  * until *p is v or the deadline; returns the nanoseconds it took, or -1. */
 static int64_t spin_until(const volatile uint8_t *p, uint8_t v)
@@ -1116,6 +1156,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_ud, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_async_qp_fatal, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_completion_channel, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_error_flush_event_at_once, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_memory_spinner_after_a_poll, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_refused_and_misc, setup, teardown),
 	};
