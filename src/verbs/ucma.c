@@ -49,7 +49,7 @@ struct ucma_id *ucma_id_new(struct ucma_file *f, uint16_t ps, uint8_t qp_type)
 		uint32_t cap = ids_cap ? ids_cap * 2 : 64;
 		struct ucma_id **n;
 
-		if (cap > UCMA_MAX_IDS || !(n = realloc(ids, cap * sizeof(*n))))
+		if (cap > UCMA_MAX_IDS || ucma_index_reserve(cap) || !(n = realloc(ids, cap * sizeof(*n))))
 			return NULL;
 		memset(n + ids_cap, 0, (cap - ids_cap) * sizeof(*n));
 		ids = n;
@@ -75,6 +75,7 @@ struct ucma_id *ucma_id_new(struct ucma_file *f, uint16_t ps, uint8_t qp_type)
 void ucma_id_free(struct ucma_id *id)
 {
 	ucma_release(id);
+	ucma_index_forget(id);
 	ids[id->handle] = NULL;
 	free(id);
 }

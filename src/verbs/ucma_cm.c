@@ -15,7 +15,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <unistd.h>
 
 #include <infiniband/verbs.h>
@@ -47,32 +46,17 @@ static uint8_t ack_timeout(uint8_t ack_delay, uint8_t lifetime)
 	return (uint8_t)(t > 31 ? 31 : t);
 }
 
-static uint32_t new_comm_id(void)
-{
-	for (;;) {
-		uint32_t v, cur = 0;
-		struct ucma_id *o;
-
-		if (getrandom(&v, sizeof(v), 0) != sizeof(v))
-			v = (uint32_t)ucma_now_ns() ^ (uint32_t)getpid();
-		while ((o = ucma_id_each(&cur)) && o->local_comm_id != v)
-			;
-		if (v && !o)
-			return v;
-	}
-}
-
 static void timer_set(struct ucma_id *id, uint32_t ms, int retries)
 {
 	id->timeout_ms = ms;
 	id->retries_left = retries;
-	id->timer_ns = ucma_now_ns() + (uint64_t)ms * 1000000;
+	ucma_timer_at(id, ucma_now_ns() + (uint64_t)ms * 1000000);
 	ucma_timer_armed(id->timer_ns);
 }
 
 static void timer_stop(struct ucma_id *id)
 {
-	id->timer_ns = 0;
+	ucma_timer_at(id, 0);
 }
 
 /* Builds M and sends it to DIP's QP 1 through P; the MAD is left in MAD. */
@@ -143,13 +127,9 @@ static struct ucma_event *conn_event(struct ucma_id *id, int event, int status,
 /* The id whose communication ID a MAD from SIP names. */
 static struct ucma_id *by_comm_id(uint32_t local_comm_id, uint32_t sip)
 {
-	uint32_t cur = 0;
-	struct ucma_id *id;
+	struct ucma_id *id = ucma_by_comm_id(local_comm_id);
 
-	while ((id = ucma_id_each(&cur)))
-		if (id->cm != CM_IDLE && id->local_comm_id == local_comm_id && id->peer_ip == sip)
-			return id;
-	return NULL;
+	return id && id->cm != CM_IDLE && id->peer_ip == sip ? id : NULL;
 }
 
 static void rej_for(struct ucma_port *p, uint32_t dip, uint64_t tid, uint32_t remote_comm_id,
@@ -182,7 +162,7 @@ int ucma_cm_connect(struct ucma_id *id, const struct rdma_ucm_conn_param *cp)
 	struct cm_msg m;
 	int err;
 
-	id->local_comm_id = new_comm_id();
+	ucma_comm_id_new(id);
 	id->tid = ((uint64_t)(uint32_t)getpid() << 32) | id->local_comm_id;
 	id->local_qpn = cp->qp_num & 0xffffff;
 	if (id->qp_type == IBV_QPT_UD) {
@@ -406,7 +386,7 @@ static struct ucma_id *child_for(struct ucma_id *l, struct ucma_port *p, uint32_
 	c->dst.sin_addr.s_addr = src_ip;
 	c->dst.sin_port = htons(src_port);
 	c->peer_ip = sip;
-	c->local_comm_id = new_comm_id();
+	ucma_comm_id_new(c);
 	c->route_set = 1;
 	c->path_mtu = p->path_mtu;
 	c->listener = l;
@@ -1005,12 +985,11 @@ static void expire(struct ucma_id *id)
 
 void ucma_cm_timers(uint64_t now_ns)
 {
-	uint32_t cur = 0;
 	struct ucma_id *id;
 
-	while ((id = ucma_id_each(&cur)))
-		if (id->timer_ns && id->timer_ns <= now_ns)
-			expire(id);
+	/* each due timer once (expire() re-arms it ms later, or stops it) */
+	for (uint32_t n = ucma_timer_count(); n && (id = ucma_timer_first()) && id->timer_ns <= now_ns; n--)
+		expire(id);
 	for (unsigned i = 0; i < UCMA_PARKED; i++)
 		if (parked[i].until_ns && parked[i].until_ns <= now_ns)
 			replay(&parked[i]);      /* nobody came: refused now */
@@ -1018,13 +997,9 @@ void ucma_cm_timers(uint64_t now_ns)
 
 uint64_t ucma_cm_next_timer(void)
 {
-	uint64_t due = UINT64_MAX;
-	uint32_t cur = 0;
-	struct ucma_id *id;
+	struct ucma_id *id = ucma_timer_first();
+	uint64_t due = id ? id->timer_ns : UINT64_MAX;
 
-	while ((id = ucma_id_each(&cur)))
-		if (id->timer_ns && id->timer_ns < due)
-			due = id->timer_ns;
 	for (unsigned i = 0; i < UCMA_PARKED; i++)
 		if (parked[i].until_ns && parked[i].until_ns < due)
 			due = parked[i].until_ns;

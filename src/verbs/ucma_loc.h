@@ -130,7 +130,9 @@ struct ucma_id {
 	uint8_t local_ack_timeout;    /* RTS timeout */
 	uint32_t flow_label;
 	uint8_t mad[CM_MAD_LEN];      /* the last MAD that may need resending */
-	uint64_t timer_ns;            /* 0: none */
+	uint64_t timer_ns;            /* 0: none; set with ucma_timer_at */
+	uint32_t timer_slot;          /* its place in the timer heap + 1; 0: not in it */
+	struct ucma_id *comm_next;    /* in its local_comm_id's hash chain */
 	uint32_t timeout_ms;
 	int retries_left;
 };
@@ -156,6 +158,17 @@ extern pthread_mutex_t ucma_lock;
 struct ucma_id *ucma_id_new(struct ucma_file *f, uint16_t ps, uint8_t qp_type);
 void ucma_id_free(struct ucma_id *id);
 struct ucma_id *ucma_id_each(uint32_t *cursor);
+
+/* ucma_index.c: ids by local communication ID and by timer (ucma_lock
+ * held).  ucma_index_reserve makes room for N ids (ENOMEM) before one is
+ * created; then nothing below allocates. */
+int  ucma_index_reserve(uint32_t nids);
+void ucma_comm_id_new(struct ucma_id *id);          /* a fresh random local_comm_id, indexed */
+struct ucma_id *ucma_by_comm_id(uint32_t comm_id);  /* NULL: none of ours */
+void ucma_timer_at(struct ucma_id *id, uint64_t at_ns);   /* 0: no timer */
+struct ucma_id *ucma_timer_first(void);             /* the earliest timer's id, or NULL */
+uint32_t ucma_timer_count(void);
+void ucma_index_forget(struct ucma_id *id);         /* before it is freed */
 /* An event of ID (its uid and handle set), to be queued. */
 struct ucma_event *ucma_event_new(struct ucma_id *id, int event, int status);
 void ucma_event_queue(struct ucma_file *f, struct ucma_event *ev);
