@@ -205,6 +205,7 @@ VERBS_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
 	pthread_mutex_init(&ctx->vctx.context.mutex, NULL);
 	pthread_mutex_init(&ctx->lock, NULL);
 	pthread_mutex_init(&ctx->async_mu, NULL);
+	pthread_mutex_init(&ctx->watch_mu, NULL);
 	err = verbs_progress_start(ctx);
 	if (err)
 		goto fail;
@@ -229,6 +230,7 @@ VERBS_EXPORT int ibv_close_device(struct ibv_context *context)
 	close(context->async_fd);
 	close(context->cmd_fd);
 	pthread_mutex_destroy(&ctx->lock);
+	pthread_mutex_destroy(&ctx->watch_mu);
 	free(ctx);
 	return 0;
 }

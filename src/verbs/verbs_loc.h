@@ -83,6 +83,8 @@ struct verbs_ctx {
 	atomic_int grace_eager;       /* > 0: a completion puts the thread on watch
 				       * at once (APP_GRACE), else APP_AFTER */
 	int ep_fd;                    /* the thread's epoll set: kick, and the RNIC when watched */
+	pthread_mutex_t watch_mu;     /* orders the epoll set's changes after app_state's */
+	int rnic_watched;             /* under watch_mu: the RNIC's descriptor is in the set */
 	int no_pwait2;                /* the kernel refused epoll_pwait2: epoll_wait */
 	/* the thread's doubt of a program that polls (verbs_progress.c) */
 	uint64_t doubt_at;            /* from then on a packet is looked at in APP_SPINS */

@@ -201,13 +201,29 @@ void verbs_progress_changed(struct verbs_ctx *ctx, struct verbs_qp *qp)
 	verbs_progress_kick(ctx);
 }
 
-/* The RNIC's descriptor in or out of the thread's epoll set.  Adding a
- * descriptor with packets waiting wakes the thread at once. */
-static void watch_rnic(struct verbs_ctx *ctx, int on)
+/* The RNIC's descriptor in the thread's epoll set exactly while the thread
+ * drives or watches (APP_IDLE, APP_GRACE), after a change of app_state.
+ * Adding a descriptor with packets waiting wakes the thread at once.
+ * Both sides change the state (compare-and-swap) and then the set: each
+ * made the set follow its own change, and a program taking over (its DEL)
+ * and the thread taking back (its ADD, refused: still there) could run in
+ * the other order, leaving the thread the driver without its descriptor:
+ * asleep till its 100 ms idle timer with the peer's packet waiting
+ * (ib_write_lat: a 100.2 ms round trip in about half the runs).  So the set
+ * is made to match the state as it is now, under a lock: the last to
+ * look sees the last change. */
+static void watch_rnic(struct verbs_ctx *ctx)
 {
 	struct epoll_event ev = { .events = EPOLLIN, .data.u32 = KEY_RNIC };
+	int st, want;
 
-	(void)epoll_ctl(ctx->ep_fd, on ? EPOLL_CTL_ADD : EPOLL_CTL_DEL, rnic_fd(ctx->rnic), &ev);
+	pthread_mutex_lock(&ctx->watch_mu);
+	st = atomic_load(&ctx->app_state);
+	want = st == APP_IDLE || st == APP_GRACE;
+	if (want != ctx->rnic_watched &&
+	    !epoll_ctl(ctx->ep_fd, want ? EPOLL_CTL_ADD : EPOLL_CTL_DEL, rnic_fd(ctx->rnic), &ev))
+		ctx->rnic_watched = want;
+	pthread_mutex_unlock(&ctx->watch_mu);
 }
 
 void verbs_app_idle(struct verbs_ctx *ctx)
@@ -215,7 +231,7 @@ void verbs_app_idle(struct verbs_ctx *ctx)
 	int was = atomic_exchange(&ctx->app_state, APP_IDLE);
 
 	if (was == APP_SPINS || was == APP_AFTER)
-		watch_rnic(ctx, 1);
+		watch_rnic(ctx);
 	verbs_progress_kick(ctx);
 }
 
@@ -227,7 +243,7 @@ void verbs_app_polled(struct verbs_ctx *ctx, int got)
 	if (!got && st != APP_SPINS) {
 		if (atomic_compare_exchange_strong(&ctx->app_state, &st, APP_SPINS)) {
 			if (st != APP_AFTER)
-				watch_rnic(ctx, 0);
+				watch_rnic(ctx);
 			/* the thread asleep as the driver, its descriptor just
 			 * taken away, would sleep on for its next timer (up to
 			 * IDLE_MAX_NS) and not see the program leave: it comes
@@ -245,7 +261,7 @@ void verbs_app_polled(struct verbs_ctx *ctx, int got)
 	} else if (got && st == APP_SPINS) {
 		if (atomic_load_explicit(&ctx->grace_eager, memory_order_relaxed) > 0) {
 			if (atomic_compare_exchange_strong(&ctx->app_state, &st, APP_GRACE))
-				watch_rnic(ctx, 1);
+				watch_rnic(ctx);
 		} else {
 			/* a program that always polls again: no system call */
 			atomic_compare_exchange_strong(&ctx->app_state, &st, APP_AFTER);
@@ -320,7 +336,7 @@ static void take_over(struct verbs_ctx *ctx, int st)
 		return;
 	ctx->thread_takeovers++;
 	if (st == APP_SPINS || st == APP_AFTER)
-		watch_rnic(ctx, 1);
+		watch_rnic(ctx);
 	if (st == APP_AFTER)      /* it went away after a completion */
 		atomic_store(&ctx->grace_eager, GRACE_EAGER);
 	ctx->doubt_at = 0;        /* it went away: doubted at once next time */
@@ -369,7 +385,7 @@ static void grace_packet(struct verbs_ctx *ctx)
 	/* proof that it polls: half way towards not watching */
 	atomic_store(&ctx->grace_eager, atomic_load(&ctx->grace_eager) / 2);
 	if (atomic_compare_exchange_strong(&ctx->app_state, &st, APP_AFTER))
-		watch_rnic(ctx, 0);
+		watch_rnic(ctx);
 }
 
 /* In APP_SPINS, APP_AFTER or APP_GRACE.  A packet in APP_GRACE makes the
@@ -516,7 +532,7 @@ int verbs_progress_start(struct verbs_ctx *ctx)
 		err = -errno;
 		goto fail;
 	}
-	watch_rnic(ctx, 1);
+	watch_rnic(ctx);
 	atomic_store(&ctx->grace_eager, GRACE_EAGER);
 	err = -verbs_thread_create(&ctx->thread, progress_main, ctx);
 	if (err)
