@@ -209,7 +209,7 @@ void verbs_progress_changed(struct verbs_ctx *ctx, struct verbs_qp *qp)
  * and the thread taking back (its ADD, refused: still there) could run in
  * the other order, leaving the thread the driver without its descriptor:
  * asleep till its 100 ms idle timer with the peer's packet waiting
- * (ib_write_lat: a 100.2 ms round trip in about half the runs).  So the set
+ * (ib_write_lat: a 100.2 ms round trip in about one run in four).  So the set
  * is made to match the state as it is now, under a lock: the last to
  * look sees the last change. */
 static void watch_rnic(struct verbs_ctx *ctx)
