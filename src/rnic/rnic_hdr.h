@@ -368,10 +368,9 @@ uint32_t rnic_crc32(uint32_t crc, const void *buf, size_t len);
  * masked, the rest of the headers and the payload with pad; inverted.
  * ip_udp points at the 20-byte IPv4 header followed by the 8-byte UDP
  * header, bth at the transport headers, payload and pad, len bytes one
- * after the other: one pass over them (the BTH's masked byte is set to 1s
- * while it runs, then put back).  The ICRC goes on the wire little-endian
- * (rnic_icrc_put). */
-uint32_t rnic_icrc_packet(const void *ip_udp, uint8_t *bth, size_t len);
+ * after the other: one pass over them.  The ICRC goes on the wire
+ * little-endian (rnic_icrc_put). */
+uint32_t rnic_icrc_packet(const void *ip_udp, const uint8_t *bth, size_t len);
 /* Verifies a received packet: ip_udp as above, bth..ICRC of paylen bytes.
  * Returns 0 or -EBADMSG. */
 int rnic_icrc_check(const void *ip_udp, const uint8_t *bth, uint32_t paylen);

@@ -5,8 +5,7 @@
  * over an 8-byte LRH of all ones, the IP header with its variant fields
  * (TOS, TTL, header checksum) set to ones, the UDP header with its checksum
  * set to ones, the BTH with its reserved byte set to ones, the remaining
- * transport headers and the payload with pad, then inverted.  The CRC state
- * after the masked LRH is the constant RNIC_ICRC_SEED.
+ * transport headers and the payload with pad, then inverted.
  *
  * CRC-32 here is slice-by-8 over tables built once (pthread_once), and on
  * x86-64 CPUs with PCLMULQDQ a carry-less multiplication fold (Intel,
@@ -26,7 +25,6 @@
 #include "rnic/rnic_hdr.h"
 
 #define CRC32_POLY_LE   0xedb88320u
-#define RNIC_ICRC_SEED  0xdebb20e3u   /* crc32_le(~0, 8 x 0xff) */
 #define RNIC_IPUDP_BYTES (sizeof(struct rnic_ipv4) + sizeof(struct rnic_udp))
 
 static uint32_t crc_tab[8][256];
@@ -54,21 +52,34 @@ static void crc_init(void)
 }
 
 #if defined(__x86_64__)
-#define CLMUL_MIN 128   /* below this the tables win */
 #define VCLMUL_MIN 256  /* the eight-lane fold's least (two blocks) */
 
-/* Folding constants of the reflected CRC-32 polynomial: x^(4*128+32),
- * x^(4*128-32) mod P (fold by 64 bytes), x^(128+32), x^(128-32) (by 16),
- * x^64 (128 -> 64 bits), and P' / mu for the Barrett reduction. */
-#define K1 0x154442bd4ull
-#define K2 0x1c6e41596ull
-#define K3 0x1751997d0ull
-#define K4 0x0ccaa009eull
+/* Folding constants of the reflected CRC-32 polynomial P: folding a
+ * 128-bit block forward by d bytes multiplies its halves by x^(8d+32) and
+ * x^(8d-32) mod P, each bit-reflected and shifted left by one (Intel's
+ * paper, 4.2); K5 is x^64 (128 -> 64 bits), P_ and MU the Barrett pair. */
+#define KD(lo, hi) { (long long)(lo), (long long)(hi) }
+static const long long fold_by[8][2] = {
+	KD(0, 0),                                 /* (unused: no fold) */
+	KD(0x1751997d0ull, 0x0ccaa009eull),       /*  16 bytes */
+	KD(0x0f1da05aaull, 0x15a546366ull),       /*  32 */
+	KD(0x03db1ecdcull, 0x174359406ull),       /*  48 */
+	KD(0x154442bd4ull, 0x1c6e41596ull),       /*  64 */
+	KD(0x1c7569e54ull, 0x0ae0b5394ull),       /*  80 */
+	KD(0x0df068dc2ull, 0x18cb44e58ull),       /*  96 */
+	KD(0x1ea89367eull, 0x1d7cfc6acull),       /* 112 */
+};
 #define K5 0x163cd6124ull
 #define P_ 0x1db710641ull
 #define MU 0x1f7011641ull
-#define K8A 0x1e88ef372ull   /* x^(8*128+32) and x^(8*128-32) mod P: fold by 128 bytes */
+#define K8A 0x1e88ef372ull   /* fold by 128 bytes */
 #define K8B 0x14a7fe880ull
+
+__attribute__((target("pclmul,sse4.1")))
+static inline __m128i kfold(int sixteens)
+{
+	return _mm_set_epi64x(fold_by[sixteens][1], fold_by[sixteens][0]);
+}
 
 __attribute__((target("pclmul,sse4.1")))
 static inline __m128i fold16(__m128i x, __m128i k, __m128i next)
@@ -77,22 +88,47 @@ static inline __m128i fold16(__m128i x, __m128i k, __m128i next)
 					   _mm_clmulepi64_si128(x, k, 0x11)), next);
 }
 
-/* Folds the last 16-byte blocks of p (len a multiple of 16) into x and
- * reduces it to the CRC. */
+/* x holds the 16 bytes just before p; appends r < 16 more from p.  The
+ * window moves on by r: x's first r bytes fall out of it and are folded
+ * forward by 16 bytes (placed at the top of an otherwise zero block), its
+ * other bytes and the r new ones form the new window. */
 __attribute__((target("pclmul,sse4.1")))
-static inline uint32_t clmul_finish(__m128i x1, const uint8_t *p, size_t len)
+static inline __m128i fold_tail(__m128i x, const uint8_t *p, size_t r)
 {
-	const __m128i k34 = _mm_set_epi64x((long long)K4, (long long)K3);
+	uint8_t w[32] __attribute__((aligned(16)));
+	__m128i out, in;
+
+	_mm_store_si128((__m128i *)w, _mm_setzero_si128());
+	_mm_store_si128((__m128i *)(w + 16), x);
+	out = _mm_loadu_si128((const __m128i *)(w + r));
+	_mm_store_si128((__m128i *)w, x);
+	memcpy(w + 16, p, r);
+	in = _mm_loadu_si128((const __m128i *)(w + r));
+	return fold16(out, kfold(1), in);
+}
+
+/* Folds len bytes from p (any length) into the window x. */
+__attribute__((target("pclmul,sse4.1")))
+static inline __m128i fold_rest(__m128i x, const uint8_t *p, size_t len)
+{
+	while (len >= 16) {
+		x = fold16(x, kfold(1), _mm_loadu_si128((const __m128i *)p));
+		p += 16;
+		len -= 16;
+	}
+	return len ? fold_tail(x, p, len) : x;
+}
+
+/* The CRC of the 16-byte window x. */
+__attribute__((target("pclmul,sse4.1")))
+static inline uint32_t clmul_reduce(__m128i x1)
+{
+	const __m128i k34 = kfold(1);
 	const __m128i k5 = _mm_set_epi64x(0, (long long)K5);
 	const __m128i pmu = _mm_set_epi64x((long long)MU, (long long)P_);
 	const __m128i mask32 = _mm_set_epi32(0, 0, 0, -1);
 	__m128i t;
 
-	while (len >= 16) {
-		x1 = fold16(x1, k34, _mm_loadu_si128((const __m128i *)p));
-		p += 16;
-		len -= 16;
-	}
 	/* 128 -> 64 bits */
 	t = _mm_clmulepi64_si128(x1, k34, 0x10);
 	x1 = _mm_xor_si128(_mm_srli_si128(x1, 8), t);
@@ -109,76 +145,130 @@ static inline uint32_t clmul_finish(__m128i x1, const uint8_t *p, size_t len)
 	return (uint32_t)_mm_extract_epi32(x1, 1);
 }
 
-/* len >= 64 and a multiple of 16. */
+/* len >= 16: the window after the data, `in` added to its first 16
+ * bytes (the CRC so far, or the window before folded onto them).  Four
+ * lanes folded 64 bytes at a time from 64 bytes on. */
 __attribute__((target("pclmul,sse4.1")))
-static uint32_t crc32_clmul(uint32_t crc, const uint8_t *p, size_t len)
+static __m128i clmul_run(__m128i in, const uint8_t *p, size_t len)
 {
-	const __m128i k12 = _mm_set_epi64x((long long)K2, (long long)K1);
-	const __m128i k34 = _mm_set_epi64x((long long)K4, (long long)K3);
-	__m128i x1 = _mm_loadu_si128((const __m128i *)p);
-	__m128i x2 = _mm_loadu_si128((const __m128i *)(p + 16));
-	__m128i x3 = _mm_loadu_si128((const __m128i *)(p + 32));
-	__m128i x4 = _mm_loadu_si128((const __m128i *)(p + 48));
+	__m128i x1 = _mm_xor_si128(_mm_loadu_si128((const __m128i *)p), in);
+	__m128i x2, x3, x4;
 
-	x1 = _mm_xor_si128(x1, _mm_cvtsi32_si128((int)crc));
+	if (len < 64)
+		return fold_rest(x1, p + 16, len - 16);
+	x2 = _mm_loadu_si128((const __m128i *)(p + 16));
+	x3 = _mm_loadu_si128((const __m128i *)(p + 32));
+	x4 = _mm_loadu_si128((const __m128i *)(p + 48));
 	p += 64;
 	len -= 64;
 	while (len >= 64) {
-		x1 = fold16(x1, k12, _mm_loadu_si128((const __m128i *)p));
-		x2 = fold16(x2, k12, _mm_loadu_si128((const __m128i *)(p + 16)));
-		x3 = fold16(x3, k12, _mm_loadu_si128((const __m128i *)(p + 32)));
-		x4 = fold16(x4, k12, _mm_loadu_si128((const __m128i *)(p + 48)));
+		x1 = fold16(x1, kfold(4), _mm_loadu_si128((const __m128i *)p));
+		x2 = fold16(x2, kfold(4), _mm_loadu_si128((const __m128i *)(p + 16)));
+		x3 = fold16(x3, kfold(4), _mm_loadu_si128((const __m128i *)(p + 32)));
+		x4 = fold16(x4, kfold(4), _mm_loadu_si128((const __m128i *)(p + 48)));
 		p += 64;
 		len -= 64;
 	}
-	x1 = fold16(x1, k34, x2);
-	x1 = fold16(x1, k34, x3);
-	x1 = fold16(x1, k34, x4);
-	return clmul_finish(x1, p, len);
+	/* each lane folded forward to the last one's place, at once */
+	x1 = _mm_xor_si128(fold16(x1, kfold(3), x4),
+			   _mm_xor_si128(fold16(x2, kfold(2), _mm_setzero_si128()),
+					 fold16(x3, kfold(1), _mm_setzero_si128())));
+	return fold_rest(x1, p, len);
 }
 
 __attribute__((target("vpclmulqdq,avx2,pclmul,sse4.1")))
-static inline __m256i fold32(__m256i y, __m256i k, const uint8_t *next)
+static inline __m256i clmul256(__m256i y, __m256i k)
 {
-	return _mm256_xor_si256(_mm256_xor_si256(_mm256_clmulepi64_epi128(y, k, 0x00),
-						 _mm256_clmulepi64_epi128(y, k, 0x11)),
-				_mm256_loadu_si256((const __m256i *)next));
+	return _mm256_xor_si256(_mm256_clmulepi64_epi128(y, k, 0x00),
+				_mm256_clmulepi64_epi128(y, k, 0x11));
 }
 
-/* len >= VCLMUL_MIN and a multiple of 16.  Lane i of the eight holds bytes
- * 16i..16i+15 of each 128-byte block. */
 __attribute__((target("vpclmulqdq,avx2,pclmul,sse4.1")))
-static uint32_t crc32_vclmul(uint32_t crc, const uint8_t *p, size_t len)
+static inline __m256i kfold2(int lo_sixteens, int hi_sixteens)
+{
+	return _mm256_set_epi64x(fold_by[hi_sixteens][1], fold_by[hi_sixteens][0],
+				 fold_by[lo_sixteens][1], fold_by[lo_sixteens][0]);
+}
+
+/* As clmul_run, len >= VCLMUL_MIN.  Lane i of the eight holds bytes
+ * 16i..16i+15 of each 128-byte block; at the end each is folded forward
+ * to the last lane's place in one step (its own distance). */
+__attribute__((target("vpclmulqdq,avx2,pclmul,sse4.1")))
+static __m128i vclmul_run(__m128i in, const uint8_t *p, size_t len)
 {
 	const __m256i k8 = _mm256_set_epi64x((long long)K8B, (long long)K8A, (long long)K8B, (long long)K8A);
-	const __m128i k34 = _mm_set_epi64x((long long)K4, (long long)K3);
 	__m256i y0 = _mm256_loadu_si256((const __m256i *)p);
 	__m256i y1 = _mm256_loadu_si256((const __m256i *)(p + 32));
 	__m256i y2 = _mm256_loadu_si256((const __m256i *)(p + 64));
 	__m256i y3 = _mm256_loadu_si256((const __m256i *)(p + 96));
+	__m256i s;
 	__m128i x;
 
-	y0 = _mm256_xor_si256(y0, _mm256_zextsi128_si256(_mm_cvtsi32_si128((int)crc)));
+	y0 = _mm256_xor_si256(y0, _mm256_zextsi128_si256(in));
 	p += 128;
 	len -= 128;
 	while (len >= 128) {
-		y0 = fold32(y0, k8, p);
-		y1 = fold32(y1, k8, p + 32);
-		y2 = fold32(y2, k8, p + 64);
-		y3 = fold32(y3, k8, p + 96);
+		y0 = _mm256_xor_si256(clmul256(y0, k8), _mm256_loadu_si256((const __m256i *)p));
+		y1 = _mm256_xor_si256(clmul256(y1, k8), _mm256_loadu_si256((const __m256i *)(p + 32)));
+		y2 = _mm256_xor_si256(clmul256(y2, k8), _mm256_loadu_si256((const __m256i *)(p + 64)));
+		y3 = _mm256_xor_si256(clmul256(y3, k8), _mm256_loadu_si256((const __m256i *)(p + 96)));
 		p += 128;
 		len -= 128;
 	}
-	/* eight lanes to one, 16 bytes at a time, in order */
-	x = _mm256_castsi256_si128(y0);
-	x = fold16(x, k34, _mm256_extracti128_si256(y0, 1));
-	x = fold16(x, k34, _mm256_castsi256_si128(y1));
-	x = fold16(x, k34, _mm256_extracti128_si256(y1, 1));
-	x = fold16(x, k34, _mm256_castsi256_si128(y2));
-	x = fold16(x, k34, _mm256_extracti128_si256(y2, 1));
-	x = fold16(x, k34, _mm256_castsi256_si128(y3));
-	x = fold16(x, k34, _mm256_extracti128_si256(y3, 1));
-	return clmul_finish(x, p, len);
+	/* lanes 0..6 forward by 112, 96, .. 16 bytes onto lane 7 */
+	s = _mm256_xor_si256(_mm256_xor_si256(clmul256(y0, kfold2(7, 6)), clmul256(y1, kfold2(5, 4))),
+			     clmul256(y2, kfold2(3, 2)));
+	x = _mm_xor_si128(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
+	x = _mm_xor_si128(x, fold16(_mm256_castsi256_si128(y3), kfold(1), _mm256_extracti128_si256(y3, 1)));
+	return fold_rest(x, p, len);
+}
+
+__attribute__((target("pclmul,sse4.1")))
+static __m128i fold_run(__m128i in, const uint8_t *p, size_t len)
+{
+	return have_vclmul && len >= VCLMUL_MIN ? vclmul_run(in, p, len) : clmul_run(in, p, len);
+}
+
+/* A CRC taken in pieces without reducing between them (the carry-less
+ * path: the first piece at least 16 bytes long), or by the tables. */
+struct crc_run {
+	uint32_t crc;      /* the tables' state */
+	int wide;          /* x holds the window */
+	__m128i x;
+};
+
+__attribute__((target("pclmul,sse4.1")))
+static void run_add(struct crc_run *r, const uint8_t *p, size_t len)
+{
+	if (r->wide)
+		r->x = len >= 16 ? fold_run(fold16(r->x, kfold(1), _mm_setzero_si128()), p, len)
+				 : fold_rest(r->x, p, len);
+	else if (have_clmul && len >= 16) {
+		r->x = fold_run(_mm_cvtsi32_si128((int)r->crc), p, len);
+		r->wide = 1;
+	} else {
+		r->crc = rnic_crc32(r->crc, p, len);
+	}
+}
+
+__attribute__((target("pclmul,sse4.1")))
+static uint32_t run_end(const struct crc_run *r)
+{
+	return r->wide ? clmul_reduce(r->x) : r->crc;
+}
+#else
+struct crc_run {
+	uint32_t crc;
+};
+
+static void run_add(struct crc_run *r, const uint8_t *p, size_t len)
+{
+	r->crc = rnic_crc32(r->crc, p, len);
+}
+
+static uint32_t run_end(const struct crc_run *r)
+{
+	return r->crc;
 }
 #endif
 
@@ -188,14 +278,8 @@ uint32_t rnic_crc32(uint32_t crc, const void *buf, size_t len)
 
 	pthread_once(&crc_once, crc_init);
 #if defined(__x86_64__)
-	if (have_clmul && len >= CLMUL_MIN) {
-		size_t bulk = len & ~(size_t)15;
-
-		crc = have_vclmul && bulk >= VCLMUL_MIN ? crc32_vclmul(crc, p, bulk)
-							 : crc32_clmul(crc, p, bulk);
-		p += bulk;
-		len -= bulk;
-	}
+	if (have_clmul && len >= 16)
+		return clmul_reduce(fold_run(_mm_cvtsi32_si128((int)crc), p, len));
 #endif
 	while (len && ((uintptr_t)p & 7)) {
 		crc = crc_tab[0][(crc ^ *p++) & 0xff] ^ (crc >> 8);
@@ -222,61 +306,49 @@ uint32_t rnic_crc32(uint32_t crc, const void *buf, size_t len)
 	return crc;
 }
 
-/* Sets the IPv4 and UDP fields a router may change (TOS, TTL, checksums)
- * to 1s in a copy of the two headers. */
-static void mask_ipudp(uint8_t *ps)
+/* The ICRC's first piece: the masked 8-byte LRH of 1s, the IPv4 and UDP
+ * headers with what a router may change (TOS, TTL, checksums) set to 1s,
+ * and the BTH with its FECN/BECN/resv6 byte set to 1s: 48 bytes, three
+ * whole blocks for the carry-less fold, CRC'd from ~0. */
+static void icrc_begin(struct crc_run *r, const void *ip_udp, const void *bth)
 {
-	struct rnic_ipv4 *ip = (struct rnic_ipv4 *)ps;
+	uint8_t ps[8 + RNIC_IPUDP_BYTES + sizeof(struct rnic_bth)];
+	struct rnic_ipv4 *ip = (struct rnic_ipv4 *)(ps + 8);
 	struct rnic_udp *udp = (struct rnic_udp *)(ip + 1);
+	struct rnic_bth *b = (struct rnic_bth *)(udp + 1);
 
+	memset(ps, 0xff, 8);
+	memcpy(ip, ip_udp, RNIC_IPUDP_BYTES);
+	memcpy(b, bth, sizeof(*b));
 	ip->tos = 0xff;
 	ip->ttl = 0xff;
 	ip->check.raw = 0xffff;
 	udp->check.raw = 0xffff;
-}
-
-/* CRC state after the masked IPv4, UDP and BTH headers. */
-static uint32_t icrc_hdr(const void *ip_udp, const void *bth)
-{
-	uint8_t ps[RNIC_IPUDP_BYTES + sizeof(struct rnic_bth)];
-	struct rnic_bth *b = (struct rnic_bth *)(ps + RNIC_IPUDP_BYTES);
-
-	memcpy(ps, ip_udp, RNIC_IPUDP_BYTES);
-	memcpy(b, bth, sizeof(*b));
-	mask_ipudp(ps);
 	b->fqpn.raw |= htonl(~BTH_QPN_MASK);   /* FECN, BECN, resv6 */
-	return rnic_crc32(RNIC_ICRC_SEED, ps, sizeof(ps));
+	pthread_once(&crc_once, crc_init);
+	r->crc = ~0u;
+#if defined(__x86_64__)
+	r->wide = 0;
+#endif
+	run_add(r, ps, sizeof(ps));
 }
 
-/* CRC state after the masked IPv4 and UDP headers. */
-static uint32_t icrc_ipudp(const void *ip_udp)
+uint32_t rnic_icrc_packet(const void *ip_udp, const uint8_t *bth, size_t len)
 {
-	uint8_t ps[RNIC_IPUDP_BYTES];
+	struct crc_run r;
 
-	memcpy(ps, ip_udp, sizeof(ps));
-	mask_ipudp(ps);
-	return rnic_crc32(RNIC_ICRC_SEED, ps, sizeof(ps));
-}
-
-uint32_t rnic_icrc_packet(const void *ip_udp, uint8_t *bth, size_t len)
-{
-	struct rnic_bth *b = (struct rnic_bth *)bth;
-	uint32_t fqpn = b->fqpn.raw, crc;
-
-	b->fqpn.raw |= htonl(~BTH_QPN_MASK);   /* FECN, BECN, resv6 */
-	crc = rnic_crc32(icrc_ipudp(ip_udp), bth, len);
-	b->fqpn.raw = fqpn;
-	return ~crc;
+	icrc_begin(&r, ip_udp, bth);
+	run_add(&r, bth + sizeof(struct rnic_bth), len - sizeof(struct rnic_bth));
+	return ~run_end(&r);
 }
 
 int rnic_icrc_check(const void *ip_udp, const uint8_t *bth, uint32_t paylen)
 {
-	uint32_t crc;
+	struct crc_run r;
 
 	if (paylen < sizeof(struct rnic_bth) + RNIC_ICRC_SIZE)
 		return -EBADMSG;
-	crc = icrc_hdr(ip_udp, bth);
-	crc = rnic_crc32(crc, bth + sizeof(struct rnic_bth),
-			 paylen - sizeof(struct rnic_bth) - RNIC_ICRC_SIZE);
-	return ~crc == rnic_icrc_get(bth + paylen - RNIC_ICRC_SIZE) ? 0 : -EBADMSG;
+	icrc_begin(&r, ip_udp, bth);
+	run_add(&r, bth + sizeof(struct rnic_bth), paylen - sizeof(struct rnic_bth) - RNIC_ICRC_SIZE);
+	return ~run_end(&r) == rnic_icrc_get(bth + paylen - RNIC_ICRC_SIZE) ? 0 : -EBADMSG;
 }

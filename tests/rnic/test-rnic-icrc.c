@@ -143,6 +143,47 @@ static void test_crc32_matches_bitwise(void **state)
 	assert_int_equal(rnic_crc32(0, buf, sizeof(buf)), crc_ref(0, buf, sizeof(buf)));
 }
 
+/* The ICRC by its definition: bitwise CRC-32 from ~0 over the masked LRH,
+ * IPv4, UDP and BTH, then the rest, inverted. */
+static uint32_t icrc_ref(const uint8_t *ip_udp, const uint8_t *bth, size_t len)
+{
+	uint8_t hdr[8 + IPUDP + 12];
+
+	memset(hdr, 0xff, 8);
+	memcpy(hdr + 8, ip_udp, IPUDP);
+	memcpy(hdr + 8 + IPUDP, bth, 12);
+	hdr[8 + 1] = hdr[8 + 8] = 0xff;                          /* TOS, TTL */
+	hdr[8 + 10] = hdr[8 + 11] = hdr[8 + 26] = hdr[8 + 27] = 0xff;  /* checksums */
+	hdr[8 + IPUDP + 4] = 0xff;                               /* FECN/BECN/resv6 */
+	return ~crc_ref(crc_ref(~0u, hdr, sizeof(hdr)), bth + 12, len - 12);
+}
+
+/* Every packet length (the headers one piece, the rest another, each
+ * folded without reducing between them) and alignment gives the ICRC of
+ * the definition, computed and checked. */
+static void test_icrc_every_length(void **state)
+{
+	static uint8_t buf[2 * 4096 + 64];
+	uint8_t ipudp[IPUDP];
+
+	for (size_t i = 0; i < sizeof(buf); i++)
+		buf[i] = (uint8_t)(i * 2654435761u >> 11);
+	for (size_t i = 0; i < IPUDP; i++)
+		ipudp[i] = (uint8_t)(0x45 + i * 77);
+	for (size_t len = 12; len < 4200; len += len < 700 ? 1 : 61)
+		for (size_t off = 0; off < 3; off++) {
+			uint8_t *bth = buf + off;
+			uint32_t want = icrc_ref(ipudp, bth, len);
+
+			assert_int_equal(rnic_icrc_packet(ipudp, bth, len), want);
+			rnic_icrc_put(bth + len, want);
+			assert_int_equal(rnic_icrc_check(ipudp, bth, (uint32_t)len + 4), 0);
+			bth[len - 1] ^= 0x20;
+			assert_int_not_equal(rnic_icrc_check(ipudp, bth, (uint32_t)len + 4), 0);
+			bth[len - 1] ^= 0x20;
+		}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -152,6 +193,7 @@ int main(void)
 		cmocka_unit_test(test_covered_fields_detected),
 		cmocka_unit_test(test_crc32_properties),
 		cmocka_unit_test(test_crc32_matches_bitwise),
+		cmocka_unit_test(test_icrc_every_length),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
