@@ -93,7 +93,7 @@ static inline __m128i fold16(__m128i x, __m128i k, __m128i next)
  * forward by 16 bytes (placed at the top of an otherwise zero block), its
  * other bytes and the r new ones form the new window. */
 __attribute__((target("pclmul,sse4.1")))
-static inline __m128i fold_tail(__m128i x, const uint8_t *p, size_t r)
+static inline __m128i crc_fold_tail(__m128i x, const uint8_t *p, size_t r)
 {
 	uint8_t w[32] __attribute__((aligned(16)));
 	__m128i out, in;
@@ -109,19 +109,19 @@ static inline __m128i fold_tail(__m128i x, const uint8_t *p, size_t r)
 
 /* Folds len bytes from p (any length) into the window x. */
 __attribute__((target("pclmul,sse4.1")))
-static inline __m128i fold_rest(__m128i x, const uint8_t *p, size_t len)
+static inline __m128i crc_fold_rest(__m128i x, const uint8_t *p, size_t len)
 {
 	while (len >= 16) {
 		x = fold16(x, kfold(1), _mm_loadu_si128((const __m128i *)p));
 		p += 16;
 		len -= 16;
 	}
-	return len ? fold_tail(x, p, len) : x;
+	return len ? crc_fold_tail(x, p, len) : x;
 }
 
 /* The CRC of the 16-byte window x. */
 __attribute__((target("pclmul,sse4.1")))
-static inline uint32_t clmul_reduce(__m128i x1)
+static inline uint32_t crc_clmul_reduce(__m128i x1)
 {
 	const __m128i k34 = kfold(1);
 	const __m128i k5 = _mm_set_epi64x(0, (long long)K5);
@@ -149,13 +149,13 @@ static inline uint32_t clmul_reduce(__m128i x1)
  * bytes (the CRC so far, or the window before folded onto them).  Four
  * lanes folded 64 bytes at a time from 64 bytes on. */
 __attribute__((target("pclmul,sse4.1")))
-static __m128i clmul_run(__m128i in, const uint8_t *p, size_t len)
+static __m128i crc_clmul_run(__m128i in, const uint8_t *p, size_t len)
 {
 	__m128i x1 = _mm_xor_si128(_mm_loadu_si128((const __m128i *)p), in);
 	__m128i x2, x3, x4;
 
 	if (len < 64)
-		return fold_rest(x1, p + 16, len - 16);
+		return crc_fold_rest(x1, p + 16, len - 16);
 	x2 = _mm_loadu_si128((const __m128i *)(p + 16));
 	x3 = _mm_loadu_si128((const __m128i *)(p + 32));
 	x4 = _mm_loadu_si128((const __m128i *)(p + 48));
@@ -173,7 +173,7 @@ static __m128i clmul_run(__m128i in, const uint8_t *p, size_t len)
 	x1 = _mm_xor_si128(fold16(x1, kfold(3), x4),
 			   _mm_xor_si128(fold16(x2, kfold(2), _mm_setzero_si128()),
 					 fold16(x3, kfold(1), _mm_setzero_si128())));
-	return fold_rest(x1, p, len);
+	return crc_fold_rest(x1, p, len);
 }
 
 __attribute__((target("vpclmulqdq,avx2,pclmul,sse4.1")))
@@ -190,11 +190,11 @@ static inline __m256i kfold2(int lo_sixteens, int hi_sixteens)
 				 fold_by[lo_sixteens][1], fold_by[lo_sixteens][0]);
 }
 
-/* As clmul_run, len >= VCLMUL_MIN.  Lane i of the eight holds bytes
+/* As crc_clmul_run, len >= VCLMUL_MIN.  Lane i of the eight holds bytes
  * 16i..16i+15 of each 128-byte block; at the end each is folded forward
  * to the last lane's place in one step (its own distance). */
 __attribute__((target("vpclmulqdq,avx2,pclmul,sse4.1")))
-static __m128i vclmul_run(__m128i in, const uint8_t *p, size_t len)
+static __m128i crc_vclmul_run(__m128i in, const uint8_t *p, size_t len)
 {
 	const __m256i k8 = _mm256_set_epi64x((long long)K8B, (long long)K8A, (long long)K8B, (long long)K8A);
 	__m256i y0 = _mm256_loadu_si256((const __m256i *)p);
@@ -220,13 +220,13 @@ static __m128i vclmul_run(__m128i in, const uint8_t *p, size_t len)
 			     clmul256(y2, kfold2(3, 2)));
 	x = _mm_xor_si128(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
 	x = _mm_xor_si128(x, fold16(_mm256_castsi256_si128(y3), kfold(1), _mm256_extracti128_si256(y3, 1)));
-	return fold_rest(x, p, len);
+	return crc_fold_rest(x, p, len);
 }
 
 __attribute__((target("pclmul,sse4.1")))
-static __m128i fold_run(__m128i in, const uint8_t *p, size_t len)
+static __m128i crc_fold_run(__m128i in, const uint8_t *p, size_t len)
 {
-	return have_vclmul && len >= VCLMUL_MIN ? vclmul_run(in, p, len) : clmul_run(in, p, len);
+	return have_vclmul && len >= VCLMUL_MIN ? crc_vclmul_run(in, p, len) : crc_clmul_run(in, p, len);
 }
 
 /* A CRC taken in pieces without reducing between them (the carry-less
@@ -238,13 +238,13 @@ struct crc_run {
 };
 
 __attribute__((target("pclmul,sse4.1")))
-static void run_add(struct crc_run *r, const uint8_t *p, size_t len)
+static void crc_run_add(struct crc_run *r, const uint8_t *p, size_t len)
 {
 	if (r->wide)
-		r->x = len >= 16 ? fold_run(fold16(r->x, kfold(1), _mm_setzero_si128()), p, len)
-				 : fold_rest(r->x, p, len);
+		r->x = len >= 16 ? crc_fold_run(fold16(r->x, kfold(1), _mm_setzero_si128()), p, len)
+				 : crc_fold_rest(r->x, p, len);
 	else if (have_clmul && len >= 16) {
-		r->x = fold_run(_mm_cvtsi32_si128((int)r->crc), p, len);
+		r->x = crc_fold_run(_mm_cvtsi32_si128((int)r->crc), p, len);
 		r->wide = 1;
 	} else {
 		r->crc = rnic_crc32(r->crc, p, len);
@@ -252,21 +252,21 @@ static void run_add(struct crc_run *r, const uint8_t *p, size_t len)
 }
 
 __attribute__((target("pclmul,sse4.1")))
-static uint32_t run_end(const struct crc_run *r)
+static uint32_t crc_run_end(const struct crc_run *r)
 {
-	return r->wide ? clmul_reduce(r->x) : r->crc;
+	return r->wide ? crc_clmul_reduce(r->x) : r->crc;
 }
 #else
 struct crc_run {
 	uint32_t crc;
 };
 
-static void run_add(struct crc_run *r, const uint8_t *p, size_t len)
+static void crc_run_add(struct crc_run *r, const uint8_t *p, size_t len)
 {
 	r->crc = rnic_crc32(r->crc, p, len);
 }
 
-static uint32_t run_end(const struct crc_run *r)
+static uint32_t crc_run_end(const struct crc_run *r)
 {
 	return r->crc;
 }
@@ -279,7 +279,7 @@ uint32_t rnic_crc32(uint32_t crc, const void *buf, size_t len)
 	pthread_once(&crc_once, crc_init);
 #if defined(__x86_64__)
 	if (have_clmul && len >= 16)
-		return clmul_reduce(fold_run(_mm_cvtsi32_si128((int)crc), p, len));
+		return crc_clmul_reduce(crc_fold_run(_mm_cvtsi32_si128((int)crc), p, len));
 #endif
 	while (len && ((uintptr_t)p & 7)) {
 		crc = crc_tab[0][(crc ^ *p++) & 0xff] ^ (crc >> 8);
@@ -330,7 +330,7 @@ static void icrc_begin(struct crc_run *r, const void *ip_udp, const void *bth)
 #if defined(__x86_64__)
 	r->wide = 0;
 #endif
-	run_add(r, ps, sizeof(ps));
+	crc_run_add(r, ps, sizeof(ps));
 }
 
 uint32_t rnic_icrc_packet(const void *ip_udp, const uint8_t *bth, size_t len)
@@ -338,8 +338,8 @@ uint32_t rnic_icrc_packet(const void *ip_udp, const uint8_t *bth, size_t len)
 	struct crc_run r;
 
 	icrc_begin(&r, ip_udp, bth);
-	run_add(&r, bth + sizeof(struct rnic_bth), len - sizeof(struct rnic_bth));
-	return ~run_end(&r);
+	crc_run_add(&r, bth + sizeof(struct rnic_bth), len - sizeof(struct rnic_bth));
+	return ~crc_run_end(&r);
 }
 
 int rnic_icrc_check(const void *ip_udp, const uint8_t *bth, uint32_t paylen)
@@ -349,6 +349,6 @@ int rnic_icrc_check(const void *ip_udp, const uint8_t *bth, uint32_t paylen)
 	if (paylen < sizeof(struct rnic_bth) + RNIC_ICRC_SIZE)
 		return -EBADMSG;
 	icrc_begin(&r, ip_udp, bth);
-	run_add(&r, bth + sizeof(struct rnic_bth), paylen - sizeof(struct rnic_bth) - RNIC_ICRC_SIZE);
-	return ~run_end(&r) == rnic_icrc_get(bth + paylen - RNIC_ICRC_SIZE) ? 0 : -EBADMSG;
+	crc_run_add(&r, bth + sizeof(struct rnic_bth), paylen - sizeof(struct rnic_bth) - RNIC_ICRC_SIZE);
+	return ~crc_run_end(&r) == rnic_icrc_get(bth + paylen - RNIC_ICRC_SIZE) ? 0 : -EBADMSG;
 }
