@@ -26,7 +26,7 @@
 	X(VNET_CSUM,       "vnet_csum",       "virtio-net header: csum_start/csum_offset outside the frame or not at the L4 checksum") \
 	X(VNET_HDR_LEN,    "vnet_hdr_len",    "virtio-net header: hdr_len beyond the frame") \
 	X(VNET_GSO,        "vnet_gso",        "virtio-net header: gso_size 0 or over 1024 segments, or a super-frame that is not plain TCP/UDP over IPv4") \
-	X(GSO_MIXED,       "gso_mixed",       "RoCE super-frame whose segments name different QPs or kinds") \
+	X(GSO_MIXED,       "gso_mixed",       "RoCE super-frame whose segments name different QPs, or data after control") \
 	X(SPOOF_MAC,       "spoof_mac",       "source MAC is not the vNIC's") \
 	X(SPOOF_IP,        "spoof_ip",        "source IPv4 (or ARP sender) is not the vNIC's") \
 	X(ARP_IGNORED,     "arp_ignored",     "ARP probe, gratuitous or for an unknown address") \

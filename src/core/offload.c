@@ -60,8 +60,14 @@ static uint16_t csum_offset_of(uint8_t gso_type)
 	return gso_type == JK_VNET_GSO_TCPV4 ? TCP_CSUM_OFFSET : UDP_CSUM_OFFSET;
 }
 
-/* Every RoCE segment must carry a BTH naming the first one's QP, and be of
- * the same kind, so that the RCFT and the DHTB judge all by the first. */
+/* Every RoCE segment must carry a BTH naming the first one's QP, of the
+ * first one's opcode group, so that the RCFT judges all by the first; and
+ * of the first one's kind, data or control (ACK/NAK/CNP), so that the DHTB
+ * does: control is charged but never marked and passes beyond the ceiling,
+ * which data hidden behind a control packet must not.  One exception: a
+ * control packet may end a super-frame of data (the soft RNIC sends an
+ * answer and the ACK it held for it so, rnic_net.c): judged as data, it is
+ * only held to more. */
 static enum jk_drop check_roce_segments(const struct jk_pkt *p, uint32_t payload)
 {
 	const struct jk_pkt_meta *m = &p->meta;
@@ -70,13 +76,13 @@ static enum jk_drop check_roce_segments(const struct jk_pkt *p, uint32_t payload
 
 	for (uint32_t ofs = p->off.gso_size; ofs < payload; ofs += p->off.gso_size) {
 		const struct jk_bth *bth = (const void *)(p->data + p->off.hdr_len + ofs);
-		bool seg_ctrl;
+		bool seg_ctrl, last = payload - ofs <= p->off.gso_size;
 
 		if (payload - ofs < sizeof(*bth))
 			return JK_DROP_GSO_MIXED;
 		seg_ctrl = bth->opcode == JK_BTH_OP_RC_ACK || bth->opcode == JK_BTH_OP_RC_ATOMIC_ACK ||
 			   bth->opcode == JK_BTH_OP_CNP;
-		if (jk_bth_dqpn(bth) != m->bth_dqpn || seg_ctrl != ctrl ||
+		if (jk_bth_dqpn(bth) != m->bth_dqpn || (seg_ctrl != ctrl && !(last && !ctrl)) ||
 		    JK_BTH_OP_GROUP(bth->opcode) != JK_BTH_OP_GROUP(m->bth_opcode))
 			return JK_DROP_GSO_MIXED;
 	}

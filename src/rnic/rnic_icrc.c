@@ -7,14 +7,18 @@
  * set to ones, the BTH with its reserved byte set to ones, the remaining
  * transport headers and the payload with pad, then inverted.
  *
- * CRC-32 here is slice-by-8 over tables built once (pthread_once), and on
- * x86-64 CPUs with PCLMULQDQ a carry-less multiplication fold (Intel,
- * "Fast CRC Computation for Generic Polynomials Using PCLMULQDQ", 2009)
- * for the bulk of long buffers: four 128-bit lanes folded 64 bytes at a
- * time, then to one lane, then Barrett-reduced to 32 bits.  CPUs with
- * VPCLMULQDQ and AVX2 fold eight lanes, 128 bytes at a time, in four
- * 256-bit registers (a 1 KiB payload: 124 -> 85 ns on this machine's
- * EPYC).
+ * CRC-32 here is, on x86-64 CPUs with PCLMULQDQ, a carry-less
+ * multiplication fold (Intel, "Fast CRC Computation for Generic
+ * Polynomials Using PCLMULQDQ", 2009) for anything of 16 bytes or more:
+ * four 128-bit lanes folded 64 bytes at a time (eight, 128 bytes at a time
+ * in four 256-bit registers, where the CPU has VPCLMULQDQ and AVX2), each
+ * lane then folded by its own distance onto the last at once, a tail under
+ * 16 bytes folded in, and Barrett-reduced to 32 bits; else slice-by-8 over
+ * tables built once (pthread_once).  The ICRC is one such run: the masked
+ * LRH, IPv4, UDP and BTH (48 bytes, three blocks) from a copy on the stack,
+ * then the rest of the packet where it lies, with no reduction between
+ * (a 1036-byte packet: 74 -> 49 ns on this machine's EPYC against tables
+ * for the headers and tail).
  */
 #include <errno.h>
 #include <pthread.h>

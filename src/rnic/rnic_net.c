@@ -5,7 +5,8 @@
  * port ("Peers" below).  The kernel builds IPv4 and UDP.  Consecutive packets
  * of one QP to one peer that carry payload and have equal lengths (the last
  * may be shorter) leave as one UDP_SEGMENT send of up to RNIC_GSO_SEGS
- * packets, each a complete RoCE packet with its own BTH, PSN and ICRC; the
+ * packets (and an ACK may end a send of one: joins()), each a complete
+ * RoCE packet with its own BTH, PSN and ICRC; the
  * batch is what the requester and responder queued in one progress call,
  * each packet admitted by DCQCN's pacing first, so the rate holds.  The
  * ICRC covers the IP ID (it masks TOS, TTL and checksums, not the ID): with
@@ -637,17 +638,29 @@ struct rnic_txpkt *rnic_tx_get(struct rnic_dev *dev)
 
 /* Whether a packet of UDP payload ulen for dqpn at dip may join the send
  * being built, as its next segment. */
-static int joins(const struct rnic_dev *dev, uint32_t dip, uint32_t dqpn, uint32_t ulen, int payload)
+/* What a packet may join: a send of equal packets with payload, or, an
+ * ACK or NAK (RC_ACKNOWLEDGE), the end of a one-packet send to the same QP
+ * (the answer a held ACK waited for: "An ACK waits for the answer",
+ * docs/rnic.md), as its last, shorter segment.  Then the answer and its
+ * ACK cross the kernel's send path, the link and the receiver's stack and
+ * packet socket as one frame, not two.  CNPs never join: the DHTB must see
+ * them as themselves. */
+enum tx_kind { TX_PAYLOAD, TX_ACK, TX_OTHER };
+
+static int joins(const struct rnic_dev *dev, uint32_t dip, uint32_t dqpn, uint32_t ulen, enum tx_kind kind)
 {
 	const struct rnic_txgso *g;
 
-	if (!dev->nmsg || !payload)
+	if (!dev->nmsg || kind == TX_OTHER)
 		return 0;
 	g = &dev->txg[dev->nmsg - 1];
+	if (g->closed || g->dip != dip || g->dqpn != dqpn)
+		return 0;
+	if (kind == TX_ACK)
+		return g->nseg == 1 && ulen <= g->seg_len;
 	/* A shorter packet ends a send; it does not end one of a single packet
 	 * (a FIRST with its RETH, before MIDDLEs: they start their own). */
-	return !g->closed && g->dip == dip && g->dqpn == dqpn &&
-	       (ulen == g->seg_len || (ulen < g->seg_len && g->nseg > 1)) &&
+	return (ulen == g->seg_len || (ulen < g->seg_len && g->nseg > 1)) &&
 	       g->nseg < RNIC_GSO_SEGS && (uint32_t)(g->nseg + 1) * g->seg_len <= RNIC_GSO_BYTES;
 }
 
@@ -684,8 +697,10 @@ void rnic_tx_put(struct rnic_dev *dev, struct rnic_txpkt *t, int hdr_len,
 	uint32_t udp_len = sizeof(*udp) + hdr_len + paylen + pad + RNIC_ICRC_SIZE;
 	uint32_t ulen = udp_len - sizeof(*udp);
 	uint32_t dqpn = __bth_qpn(t->hdr);
-	int payload = (rnic_opcode[__bth_opcode(t->hdr)].mask & RNIC_PAYLOAD) != 0;
-	int join = joins(dev, dip, dqpn, ulen, payload);
+	uint8_t opcode = __bth_opcode(t->hdr);
+	int payload = (rnic_opcode[opcode].mask & RNIC_PAYLOAD) != 0;
+	int join = joins(dev, dip, dqpn, ulen,
+			 payload ? TX_PAYLOAD : opcode == RC_ACKNOWLEDGE ? TX_ACK : TX_OTHER);
 	struct rnic_txgso *g;
 	uint16_t sport;
 	int fd = peer_fd(dev, dip, dqpn, &sport);
@@ -723,7 +738,7 @@ void rnic_tx_put(struct rnic_dev *dev, struct rnic_txpkt *t, int hdr_len,
 		g = &dev->txg[dev->nmsg - 1];
 		dev->txsend[dev->nmsg - 1].iov_len += ulen;
 		g->nseg++;
-		g->closed = ulen < g->seg_len;
+		g->closed = ulen < g->seg_len || !payload;
 		return;
 	}
 	t->dst.sin_family = AF_INET;

@@ -62,17 +62,24 @@ static void fatal(struct rnic_qp *qp, uint8_t code, const struct rnic_pkt *pkt,
 	rnic_qp_error(qp, RNIC_WC_WR_FLUSH_ERR);
 }
 
-/* Completes the receive WQE the message holds and gives it back.  When
- * this QP's last held ACK left with a request of ours (the application
- * answers what it receives, as a ping-pong or an RPC does), the ACK for
- * the message is held for the answer: both go in one send, and the
- * answer does not wait behind the ACK's system call. */
+/* A message has arrived whole.  When this QP's last held ACK left with a
+ * request of ours (the application answers what it receives, as a
+ * ping-pong, an RPC or ib_write_lat does), the ACK for the message is held
+ * for the answer: both go in one send, the ACK as its last segment
+ * (rnic_net.c, joins()), and the answer does not wait behind the ACK's
+ * system call. */
+static void hold_ack_for_answer(struct rnic_qp *qp)
+{
+	if (qp->resp.answers && !qp->resp.ack_hold_until && qp->type == RNIC_QPT_RC && qp->dev->hold_acks)
+		qp->resp.ack_hold_until = qp->dev->now_ns + RNIC_ACK_HOLD_NS;
+}
+
+/* Completes the receive WQE the message holds and gives it back. */
 static void rwqe_complete(struct rnic_qp *qp, const struct rnic_wc *wc)
 {
 	rnic_cq_push(qp->rcq, wc);
-	if (qp->resp.answers && !qp->resp.ack_hold_until && wc->status == RNIC_WC_SUCCESS &&
-	    qp->type == RNIC_QPT_RC && qp->dev->hold_acks)
-		qp->resp.ack_hold_until = qp->dev->now_ns + RNIC_ACK_HOLD_NS;
+	if (wc->status == RNIC_WC_SUCCESS)
+		hold_ack_for_answer(qp);
 	if (qp->srq)
 		qp->resp.srq_held = 0;
 	else
@@ -283,6 +290,8 @@ static void do_write(struct rnic_qp *qp, struct rnic_pkt *pkt)
 		if (pkt->mask & RNIC_IMMDT)
 			recv_wc(qp, rwqe_take(qp), RNIC_WC_SUCCESS,
 				RNIC_WC_RECV_RDMA_WITH_IMM, qp->resp.wlen, pkt);
+		else
+			hold_ack_for_answer(qp);
 	} else {
 		qp->resp.in_msg = RNIC_WRITE;
 	}

@@ -264,6 +264,38 @@ static void uso_cut_byte_exact(void **state)
 	assert_int_equal(p->verdict.drop, JK_DROP_GSO_MIXED);
 }
 
+/* An ACK may end a super-frame of data (the soft RNIC's answer with the ACK
+ * it held for it), and is judged as data; data after an ACK would pass as
+ * control (never marked, beyond the ceiling), and an ACK inside a frame
+ * would be followed by data: both refused. */
+static void uso_ack_ends_data(void **state)
+{
+	struct env *env = *state;
+	static struct frame f;
+	const uint32_t dgram = 64 + 12;
+	struct jk_vnet_hdr h = uso_hdr(dgram);
+	struct jk_pkt *p;
+
+	uso_frame(&f, dgram, 3, 20);
+	f.b[ETH + IPH + 8 + 2 * dgram] = 0x11;           /* the last: RC ACKNOWLEDGE */
+	p = egress(env, &f, &h);
+	assert_int_equal(p->verdict.action, JK_ACT_TO_UNDERLAY);
+	assert_int_equal(p->meta.cls, JK_CLASS_RDMA);
+	assert_int_equal(jk_gso_segs(p), 3);
+
+	uso_frame(&f, dgram, 3, 20);
+	f.b[ETH + IPH + 8 + dgram] = 0x11;               /* an ACK, then data */
+	p = egress(env, &f, &h);
+	assert_int_equal(p->verdict.action, JK_ACT_DROP);
+	assert_int_equal(p->verdict.drop, JK_DROP_GSO_MIXED);
+
+	uso_frame(&f, dgram, 3, 20);
+	f.b[ETH + IPH + 8] = 0x11;                       /* led by an ACK */
+	p = egress(env, &f, &h);
+	assert_int_equal(p->verdict.action, JK_ACT_DROP);
+	assert_int_equal(p->verdict.drop, JK_DROP_GSO_MIXED);
+}
+
 /* The soft RNIC coalesces small SENDs too (24 bytes each: BTH, 8 bytes,
  * ICRC): any segment size passes as long as the frame asks for at most
  * JK_GSO_SEGS_MAX segments (it was refused below 64 bytes, and a UCX
@@ -686,6 +718,7 @@ int main(void)
 		T(tso_cut_byte_exact),
 		T(uso_cut_byte_exact),
 		T(uso_small_segments_cut),
+		T(uso_ack_ends_data),
 		T(partial_checksum_completed),
 		T(bad_headers_dropped_by_reason),
 		T(tcp_read_coalesces_and_cuts_back),
