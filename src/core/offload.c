@@ -76,13 +76,14 @@ static enum jk_drop check_roce_segments(const struct jk_pkt *p, uint32_t payload
 
 	for (uint32_t ofs = p->off.gso_size; ofs < payload; ofs += p->off.gso_size) {
 		const struct jk_bth *bth = (const void *)(p->data + p->off.hdr_len + ofs);
-		bool seg_ctrl, last = payload - ofs <= p->off.gso_size;
+		bool seg_ctrl, last = payload - ofs <= p->off.gso_size, kind_ok;
 
 		if (payload - ofs < sizeof(*bth))
 			return JK_DROP_GSO_MIXED;
 		seg_ctrl = bth->opcode == JK_BTH_OP_RC_ACK || bth->opcode == JK_BTH_OP_RC_ATOMIC_ACK ||
 			   bth->opcode == JK_BTH_OP_CNP;
-		if (jk_bth_dqpn(bth) != m->bth_dqpn || (seg_ctrl != ctrl && !(last && !ctrl)) ||
+		kind_ok = seg_ctrl == ctrl || (last && !ctrl);   /* control may end data */
+		if (jk_bth_dqpn(bth) != m->bth_dqpn || !kind_ok ||
 		    JK_BTH_OP_GROUP(bth->opcode) != JK_BTH_OP_GROUP(m->bth_opcode))
 			return JK_DROP_GSO_MIXED;
 	}

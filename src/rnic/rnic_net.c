@@ -637,14 +637,13 @@ struct rnic_txpkt *rnic_tx_get(struct rnic_dev *dev)
 }
 
 /* Whether a packet of UDP payload ulen for dqpn at dip may join the send
- * being built, as its next segment. */
-/* What a packet may join: a send of equal packets with payload, or, an
- * ACK or NAK (RC_ACKNOWLEDGE), the end of a one-packet send to the same QP
- * (the answer a held ACK waited for: "An ACK waits for the answer",
- * docs/rnic.md), as its last, shorter segment.  Then the answer and its
- * ACK cross the kernel's send path, the link and the receiver's stack and
- * packet socket as one frame, not two.  CNPs never join: the DHTB must see
- * them as themselves. */
+ * being built, as its next segment: a packet with payload, a send of equal
+ * ones; an ACK or NAK (RC_ACKNOWLEDGE), a send of one packet to the same
+ * QP, as its last segment, no longer than it (the answer a held ACK waited
+ * for: "An ACK waits for the answer", docs/rnic.md).  Then the answer and
+ * its ACK cross the kernel's send path, the vNIC's datapath and the
+ * receiver's stack and packet socket as one frame, not two.  CNPs never
+ * join: the DHTB must see them as themselves. */
 enum tx_kind { TX_PAYLOAD, TX_ACK, TX_OTHER };
 
 static int joins(const struct rnic_dev *dev, uint32_t dip, uint32_t dqpn, uint32_t ulen, enum tx_kind kind)
