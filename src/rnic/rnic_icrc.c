@@ -233,46 +233,13 @@ static __m128i crc_fold_run(__m128i in, const uint8_t *p, size_t len)
 	return have_vclmul && len >= VCLMUL_MIN ? crc_vclmul_run(in, p, len) : crc_clmul_run(in, p, len);
 }
 
-/* A CRC taken in pieces without reducing between them (the carry-less
- * path: the first piece at least 16 bytes long), or by the tables. */
-struct crc_run {
-	uint32_t crc;      /* the tables' state */
-	int wide;          /* x holds the window */
-	__m128i x;
-};
-
+/* The CRC of the window x followed by len more bytes from p, reduced. */
 __attribute__((target("pclmul,sse4.1")))
-static void crc_run_add(struct crc_run *r, const uint8_t *p, size_t len)
+static uint32_t crc_fold_on(__m128i x, const uint8_t *p, size_t len)
 {
-	if (r->wide)
-		r->x = len >= 16 ? crc_fold_run(fold16(r->x, kfold(1), _mm_setzero_si128()), p, len)
-				 : crc_fold_rest(r->x, p, len);
-	else if (have_clmul && len >= 16) {
-		r->x = crc_fold_run(_mm_cvtsi32_si128((int)r->crc), p, len);
-		r->wide = 1;
-	} else {
-		r->crc = rnic_crc32(r->crc, p, len);
-	}
-}
-
-__attribute__((target("pclmul,sse4.1")))
-static uint32_t crc_run_end(const struct crc_run *r)
-{
-	return r->wide ? crc_clmul_reduce(r->x) : r->crc;
-}
-#else
-struct crc_run {
-	uint32_t crc;
-};
-
-static void crc_run_add(struct crc_run *r, const uint8_t *p, size_t len)
-{
-	r->crc = rnic_crc32(r->crc, p, len);
-}
-
-static uint32_t crc_run_end(const struct crc_run *r)
-{
-	return r->crc;
+	x = len >= 16 ? crc_fold_run(fold16(x, kfold(1), _mm_setzero_si128()), p, len)
+		      : crc_fold_rest(x, p, len);
+	return crc_clmul_reduce(x);
 }
 #endif
 
@@ -310,16 +277,20 @@ uint32_t rnic_crc32(uint32_t crc, const void *buf, size_t len)
 	return crc;
 }
 
-/* The ICRC's first piece: the masked 8-byte LRH of 1s, the IPv4 and UDP
- * headers with what a router may change (TOS, TTL, checksums) set to 1s,
- * and the BTH with its FECN/BECN/resv6 byte set to 1s: 48 bytes, three
- * whole blocks for the carry-less fold, CRC'd from ~0. */
-static void icrc_begin(struct crc_run *r, const void *ip_udp, const void *bth)
+/* The ICRC of a packet, before its inversion: the masked 8-byte LRH of
+ * 1s, the IPv4 and UDP headers with what a router may change (TOS, TTL,
+ * checksums) set to 1s, and the BTH with its FECN/BECN/resv6 byte set to
+ * 1s (48 bytes, three whole blocks for the carry-less fold) from a copy on
+ * the stack, CRC'd from ~0; then the rest of the packet (len bytes from
+ * bth on) where it lies, folded on without a reduction between. */
+static uint32_t icrc(const void *ip_udp, const uint8_t *bth, size_t len)
 {
 	uint8_t ps[8 + RNIC_IPUDP_BYTES + sizeof(struct rnic_bth)];
 	struct rnic_ipv4 *ip = (struct rnic_ipv4 *)(ps + 8);
 	struct rnic_udp *udp = (struct rnic_udp *)(ip + 1);
 	struct rnic_bth *b = (struct rnic_bth *)(udp + 1);
+	const uint8_t *rest = bth + sizeof(struct rnic_bth);
+	size_t n = len - sizeof(struct rnic_bth);
 
 	memset(ps, 0xff, 8);
 	memcpy(ip, ip_udp, RNIC_IPUDP_BYTES);
@@ -330,29 +301,22 @@ static void icrc_begin(struct crc_run *r, const void *ip_udp, const void *bth)
 	udp->check.raw = 0xffff;
 	b->fqpn.raw |= htonl(~BTH_QPN_MASK);   /* FECN, BECN, resv6 */
 	pthread_once(&crc_once, crc_init);
-	r->crc = ~0u;
 #if defined(__x86_64__)
-	r->wide = 0;
+	if (have_clmul)
+		return crc_fold_on(crc_fold_run(_mm_cvtsi32_si128(-1), ps, sizeof(ps)), rest, n);
 #endif
-	crc_run_add(r, ps, sizeof(ps));
+	return rnic_crc32(rnic_crc32(~0u, ps, sizeof(ps)), rest, n);
 }
 
 uint32_t rnic_icrc_packet(const void *ip_udp, const uint8_t *bth, size_t len)
 {
-	struct crc_run r;
-
-	icrc_begin(&r, ip_udp, bth);
-	crc_run_add(&r, bth + sizeof(struct rnic_bth), len - sizeof(struct rnic_bth));
-	return ~crc_run_end(&r);
+	return ~icrc(ip_udp, bth, len);
 }
 
 int rnic_icrc_check(const void *ip_udp, const uint8_t *bth, uint32_t paylen)
 {
-	struct crc_run r;
-
 	if (paylen < sizeof(struct rnic_bth) + RNIC_ICRC_SIZE)
 		return -EBADMSG;
-	icrc_begin(&r, ip_udp, bth);
-	crc_run_add(&r, bth + sizeof(struct rnic_bth), paylen - sizeof(struct rnic_bth) - RNIC_ICRC_SIZE);
-	return ~crc_run_end(&r) == rnic_icrc_get(bth + paylen - RNIC_ICRC_SIZE) ? 0 : -EBADMSG;
+	return rnic_icrc_packet(ip_udp, bth, paylen - RNIC_ICRC_SIZE) ==
+	       rnic_icrc_get(bth + paylen - RNIC_ICRC_SIZE) ? 0 : -EBADMSG;
 }
