@@ -71,8 +71,7 @@ static uint16_t csum_offset_of(uint8_t gso_type)
 static enum jk_drop check_roce_segments(const struct jk_pkt *p, uint32_t payload)
 {
 	const struct jk_pkt_meta *m = &p->meta;
-	bool ctrl = m->bth_opcode == JK_BTH_OP_RC_ACK || m->bth_opcode == JK_BTH_OP_RC_ATOMIC_ACK ||
-		    m->bth_opcode == JK_BTH_OP_CNP;
+	bool ctrl = jk_roce_ctrl_size(m->bth_opcode) != 0;
 
 	for (uint32_t ofs = p->off.gso_size; ofs < payload; ofs += p->off.gso_size) {
 		const struct jk_bth *bth = (const void *)(p->data + p->off.hdr_len + ofs);
@@ -80,8 +79,7 @@ static enum jk_drop check_roce_segments(const struct jk_pkt *p, uint32_t payload
 
 		if (payload - ofs < sizeof(*bth))
 			return JK_DROP_GSO_MIXED;
-		seg_ctrl = bth->opcode == JK_BTH_OP_RC_ACK || bth->opcode == JK_BTH_OP_RC_ATOMIC_ACK ||
-			   bth->opcode == JK_BTH_OP_CNP;
+		seg_ctrl = jk_roce_ctrl_size(bth->opcode) != 0;
 		kind_ok = seg_ctrl == ctrl || (last && !ctrl);   /* control may end data */
 		if (jk_bth_dqpn(bth) != m->bth_dqpn || !kind_ok ||
 		    JK_BTH_OP_GROUP(bth->opcode) != JK_BTH_OP_GROUP(m->bth_opcode))
