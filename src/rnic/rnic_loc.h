@@ -40,12 +40,13 @@
 #define RNIC_READ_WINDOW     256     /* PSNs of read responses in flight, at most:
 				      * the responder bursts them at its pace */
 #define RNIC_ACKREQ_PKTS     64      /* AckReq at least every N packets (rxe) */
-#define RNIC_READ_CHUNK_PKTS 64      /* response packets per read request we send */
-#define RNIC_QP_BUDGET       64      /* packets per QP per progress call */
+#define RNIC_QP_BUDGET       64      /* packets per QP per progress call, and on
+				      * while its send grows (rnic_qp_may_send) */
 #define RNIC_ACK_HOLD_NS     20000ull /* an ACK waits this long for our answer */
 #define RNIC_RX_BATCH        64
 #define RNIC_RX_ROUNDS       4       /* receive batches per progress call */
-#define RNIC_TX_BATCH        128     /* packets queued before a flush */
+#define RNIC_TX_BATCH        256     /* packets queued before a flush: a QP's
+				      * turn and its overrun, and more */
 #define RNIC_MAX_PEERS       64      /* send sockets of one device, one per peer device */
 #define RNIC_FRAME_MAX       4352    /* IPv4 + UDP + headers + 4096 + pad + ICRC */
 #define RNIC_TX_IOV          (RNIC_MAX_SGE + 1)   /* a packet's payload pieces, from [1] */
@@ -321,6 +322,7 @@ struct rnic_txpkt *rnic_tx_get(struct rnic_dev *dev);
 void rnic_tx_put(struct rnic_dev *dev, struct rnic_txpkt *t, int hdr_len,
 		 int npay, uint32_t paylen, uint32_t dip);
 void rnic_tx_flush(struct rnic_dev *dev);
+int  rnic_tx_growing(const struct rnic_dev *dev, uint32_t dip, uint32_t dqpn);
 
 /* rnic_fault.c */
 int  rnic_fault_open(const char *spec, struct rnic_fault **out);
@@ -390,6 +392,15 @@ static inline struct rnic_rwqe *rq_wqe(struct rnic_qp *qp, uint32_t i)
 static inline uint32_t pkts_for(uint32_t len, uint32_t mtu)
 {
 	return len ? (uint32_t)(((uint64_t)len + mtu - 1) / mtu) : 1;   /* (no wrap near 2^32) */
+}
+
+/* Whether QP qp, having queued `sent` packets in this turn, queues
+ * another: within its budget, and past it (by a send at most) while its
+ * last send still grows, so that a turn ends where a send does. */
+static inline int rnic_qp_may_send(const struct rnic_qp *qp, int sent, int budget)
+{
+	return sent < budget ||
+	       (sent < budget + RNIC_GSO_SEGS && rnic_tx_growing(qp->dev, qp->dip, qp->attr.dest_qp_num));
 }
 
 /* rnic_req.c */

@@ -663,6 +663,23 @@ static int joins(const struct rnic_dev *dev, uint32_t dip, uint32_t dqpn, uint32
 	       g->nseg < RNIC_GSO_SEGS && (uint32_t)(g->nseg + 1) * g->seg_len <= RNIC_GSO_BYTES;
 }
 
+/* Whether the batch's last send goes to QP dqpn at dip and may still
+ * grow.  A QP's turn does not end there (rnic_qp_may_send): cut at a
+ * packet budget, a send of a 64 KiB READ response left as three frames
+ * (FIRST, the MIDDLEs, LAST: each crossing the kernel, the datapath and
+ * the receiver's packet socket once), where running on until it closes
+ * makes two (a LAST, the next FIRST and one MIDDLE; the other MIDDLEs). */
+int rnic_tx_growing(const struct rnic_dev *dev, uint32_t dip, uint32_t dqpn)
+{
+	const struct rnic_txgso *g;
+
+	if (!dev->nmsg)
+		return 0;
+	g = &dev->txg[dev->nmsg - 1];
+	return !g->closed && g->dip == dip && g->dqpn == dqpn && g->nseg < RNIC_GSO_SEGS &&
+	       (uint32_t)(g->nseg + 1) * g->seg_len <= RNIC_GSO_BYTES;
+}
+
 /* Copies the packet into the batch's buffer (headers, payload, pad) and
  * returns where it starts; ICRC_SIZE bytes after the pad are left for the
  * ICRC.  NULL if it would not fit (a length no caller makes) or the device

@@ -9,8 +9,8 @@
  * window: halved on every loss, regrown by a quarter of what is acknowledged,
  * up to about 1 MiB of data), when
  * max_rd_atomic reads are outstanding, when DCQCN pacing has no tokens, or
- * during an RNR back-off.  A READ goes out as requests of
- * RNIC_READ_CHUNK_PKTS response packets (at most half the window) at fixed
+ * during an RNR back-off.  A READ goes out as requests of up to 126
+ * response packets (read_chunk_pkts: at most half the window) at fixed
  * boundaries, so responses in flight stay within the window and a retried
  * request ends where the original did; the responder sees ordinary read
  * requests.
@@ -179,12 +179,22 @@ static int ud_tx(struct rnic_qp *qp, uint64_t now_ns, int budget)
 }
 
 /* Packets per read request: fixed per QP, so that a retried request
- * (from any PSN of a chunk) ends where the original one ended. */
+ * (from any PSN of a chunk) ends where the original one ended.  At most
+ * half the loss window and half RNIC_READ_WINDOW (two chunks in flight);
+ * within that, a FIRST, a LAST and whole sends of MIDDLEs as a soft RNIC
+ * responder packs them into UDP_SEGMENT sends (RNIC_GSO_BYTES each): at
+ * path MTU 1024, 2 + 2 x 62 = 126 packets, four frames through the kernel
+ * and the datapath where requests of 64 made three. */
 static uint32_t read_chunk_pkts(const struct rnic_qp *qp)
 {
-	uint32_t c = qp->window / 2;
+	uint32_t per_send = RNIC_GSO_BYTES / (qp->mtu + (uint32_t)sizeof(struct rnic_bth) + RNIC_ICRC_SIZE);
+	uint32_t cap = qp->window / 2 < RNIC_READ_WINDOW / 2 ? qp->window / 2 : RNIC_READ_WINDOW / 2;
 
-	return c < RNIC_READ_CHUNK_PKTS ? (c ? c : 1) : RNIC_READ_CHUNK_PKTS;
+	if (per_send > RNIC_GSO_SEGS)
+		per_send = RNIC_GSO_SEGS;
+	if (cap < 2 + per_send)
+		return cap ? cap : 1;
+	return 2 + (cap - 2) / per_send * per_send;
 }
 
 /* One RDMA READ request, from the current position to the end of its
@@ -298,7 +308,7 @@ int rnic_req_tx(struct rnic_qp *qp, uint64_t now_ns, int budget)
 			return 0;
 		qp->req.rnr_until = 0;
 	}
-	while (sent < budget && qp->req.idx != qp->sq_head) {
+	while (rnic_qp_may_send(qp, sent, budget) && qp->req.idx != qp->sq_head) {
 		struct rnic_swqe *w = sq_wqe(qp, qp->req.idx);
 		int err;
 

@@ -573,7 +573,7 @@ int rnic_resp_tx(struct rnic_qp *qp, uint64_t now_ns, int budget)
 	struct rnic_dev *dev = qp->dev;
 	int sent = 0;
 
-	while (sent < budget && rd_queued(qp) &&
+	while (rnic_qp_may_send(qp, sent, budget) && rd_queued(qp) &&
 	       rnic_dcqcn_may_send(&qp->rp, &dev->dcqcn, now_ns)) {
 		struct rnic_rd_res *r = &qp->resp.rd[qp->resp.rd_tail % RNIC_MAX_RD_ATOM];
 		uint32_t plen = r->resid < qp->mtu ? r->resid : qp->mtu;
