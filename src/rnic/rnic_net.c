@@ -657,9 +657,11 @@ static int joins(const struct rnic_dev *dev, uint32_t dip, uint32_t dqpn, uint32
 		return 0;
 	if (kind == TX_ACK)
 		return g->nseg == 1 && ulen <= g->seg_len;
-	/* A shorter packet ends a send; it does not end one of a single packet
-	 * (a FIRST with its RETH, before MIDDLEs: they start their own). */
-	return (ulen == g->seg_len || (ulen < g->seg_len && g->nseg > 1)) &&
+	/* A shorter packet ends a send, also one of a single packet: a WRITE's
+	 * FIRST (with its RETH) takes the first MIDDLE, and a 64 KiB WRITE
+	 * leaves as two frames ([FIRST MIDDLE] [61 MIDDLEs, LAST]), not three;
+	 * a longer message takes no more sends than with the FIRST alone. */
+	return ulen <= g->seg_len &&
 	       g->nseg < RNIC_GSO_SEGS && (uint32_t)(g->nseg + 1) * g->seg_len <= RNIC_GSO_BYTES;
 }
 
@@ -810,6 +812,7 @@ void rnic_tx_flush(struct rnic_dev *dev)
 		n = sendmmsg(fd, dev->txm + done, (unsigned)run, MSG_DONTWAIT);
 		dev->cnt.tx_calls++;
 		if (n > 0) {
+			dev->cnt.tx_frames += (uint64_t)n;
 			for (int i = done; i < done + n; i++) {
 				dev->cnt.tx_pkts += dev->txg[i].nseg;
 				dev->cnt.tx_gso_sends += dev->txg[i].nseg > 1;
