@@ -94,11 +94,17 @@ cap_stop() {
 	cap_pid=
 }
 cap_show() {
-	[ -s "$1/c.pcap" ] && command -v tshark >/dev/null || return 0
+	[ -s "$1/c.pcap" ] || return 0
+	# Every frame as tcpdump reads it: which side fell silent, and when.
+	# (The decode below asked for a field tshark does not have,
+	# infiniband.bth.ackreq for infiniband.bth.a, and printed nothing.)
+	echo "# --- frames captured: $(tcpdump -r "$1/c.pcap" -nn 2>/dev/null | wc -l); the last ones"
+	tcpdump -r "$1/c.pcap" -nn -tt 2>/dev/null | tail -n 12 | sed 's/^/#   /'
+	command -v tshark >/dev/null || return 0
 	echo "# --- last RoCE frames (time src opcode psn ackreq aeth-syndrome)"
-	tshark -r "$1/c.pcap" -Y infiniband -T fields -e frame.time_relative -e ip.src \
-		-e infiniband.bth.opcode -e infiniband.bth.psn -e infiniband.bth.ackreq \
-		-e infiniband.aeth.syndrome 2>/dev/null | tail -n 40 | sed 's/^/#   /'
+	tshark -r "$1/c.pcap" -d udp.port==4791,infiniband -Y infiniband -T fields \
+		-e frame.time_relative -e ip.src -e infiniband.bth.opcode -e infiniband.bth.psn \
+		-e infiniband.bth.a -e infiniband.aeth.syndrome 2>/dev/null | tail -n 40 | sed 's/^/#   /'
 }
 
 # rxe serves, we connect.  NAME 'VM COMMAND' OUR-TOOL ARGS...
