@@ -107,6 +107,37 @@ cap_show() {
 		-e infiniband.bth.a -e infiniband.aeth.syndrome 2>/dev/null | tail -n 40 | sed 's/^/#   /'
 }
 
+# One attempt's verdict into $d/report and `result`: ok, stall (both
+# sides ran into their deadlines: the guest fell silent), or fail.
+result=
+verdict() {   # DIR NAME OURS-STATUS RXE-STATUS RESULT-FILE
+	local d=$1 name=$2 ours=$3 vst=$4
+	if [ "$ours" -eq 0 ] && [ "$vst" -eq 0 ]; then
+		result=ok
+		{ echo "ok - $name"; grep -hE "usec/iter|^ [0-9]+ +[0-9]+ " "$5" | head -2 | sed 's/^/#   /'; } >"$d/report"
+		return
+	fi
+	{ [ "$ours" -eq 124 ] && [ "$vst" -eq 124 ]; } && result=stall || result=fail
+	{ echo "not ok - $name (ours $ours, rxe $vst)"; show "$d/ours.out" "$d/vm.out" "$d/vm.err"
+	  cap_show "$d"; } >"$d/report"
+}
+
+# A pair, once more when the first attempt stalled: under QEMU TCG the rxe
+# guest has fallen silent mid-run, both sides waiting until their
+# deadlines (CI, 2026-11-26: 3 pairs in 2 runs, 1 in 18 local runs; not
+# root-caused, see issue 25's notes).  The stalled attempt's report stays
+# in the log, and a second stall or any other failure fails the pair.
+pair() {   # vm_server|our_server NAME 'VM COMMAND' OUR-TOOL ARGS...
+	local how=$1 name=$2
+	shift
+	"$how" "$@"
+	if [ "$result" = stall ]; then
+		sed '1s/^not ok - /# stalled, retried once: /' "$tmp/$n/report"
+		"$how" "$@"
+	fi
+	cat "$tmp/$n/report"
+}
+
 # rxe serves, we connect.  NAME 'VM COMMAND' OUR-TOOL ARGS...
 vm_server() {
 	local name=$1 cmd=$2; shift 2
@@ -119,7 +150,7 @@ vm_server() {
 	local vpid=$!
 	bg_pids+=("$vpid")
 	if ! "$vm/wait-ready" "$d/console" 180; then
-		echo "not ok - $name (rxe server did not come up)"; show "$d/vm.err"
+		result=fail; { echo "not ok - $name (rxe server did not come up)"; show "$d/vm.err"; } >"$d/report"
 		kill -TERM "$vpid" 2>/dev/null; wait "$vpid" 2>/dev/null; forget "$vpid"
 		return
 	fi
@@ -131,13 +162,7 @@ vm_server() {
 	local vst=$?
 	forget "$vpid"
 	cap_stop
-	if [ $ours -eq 0 ] && [ $vst -eq 0 ]; then
-		echo "ok - $name"
-		grep -hE "usec/iter|^ [0-9]+ +[0-9]+ " "$d/ours.out" | head -2 | sed 's/^/#   /'
-	else
-		echo "not ok - $name (ours $ours, rxe $vst)"; show "$d/ours.out" "$d/vm.out" "$d/vm.err"
-		cap_show "$d"
-	fi
+	verdict "$d" "$name" $ours $vst "$d/ours.out"
 }
 
 # we serve, rxe connects.  NAME 'VM COMMAND' OUR-TOOL ARGS...
@@ -153,7 +178,7 @@ our_server() {
 	local end=$((SECONDS + 10))
 	until ip netns exec "$ns_b" ss -Hltn "sport = :18515" 2>/dev/null | grep -q .; do
 		if [ $SECONDS -ge $end ] || ! kill -0 "$opid" 2>/dev/null; then
-			echo "not ok - $name (our server did not listen)"; show "$d/ours.out"
+			result=fail; { echo "not ok - $name (our server did not listen)"; show "$d/ours.out"; } >"$d/report"
 			cap_stop
 			return
 		fi
@@ -166,35 +191,29 @@ our_server() {
 	local ours=$?
 	forget "$opid"
 	cap_stop
-	if [ $ours -eq 0 ] && [ $vst -eq 0 ]; then
-		echo "ok - $name"
-		grep -hE "usec/iter|^ [0-9]+ +[0-9]+ " "$d/vm.out" | head -2 | sed 's/^/#   /'
-	else
-		echo "not ok - $name (ours $ours, rxe $vst)"; show "$d/ours.out" "$d/vm.out" "$d/vm.err"
-		cap_show "$d"
-	fi
+	verdict "$d" "$name" $ours $vst "$d/vm.out"
 }
 
 PT="-d rxe0 -x 1 -F"
-vm_server "rc_pingpong: rxe server, jk client, 64 KiB echoed and checked" \
+pair vm_server "rc_pingpong: rxe server, jk client, 64 KiB echoed and checked" \
 	"ibv_rc_pingpong -g 1 -s 65536 -n 300" jk_rc_pingpong -c -s 65536 -n 300
-our_server "rc_pingpong: jk server, rxe client" \
+pair our_server "rc_pingpong: jk server, rxe client" \
 	"ibv_rc_pingpong -g 1 -s 4096 -n 1000" jk_rc_pingpong -s 4096 -n 1000
-vm_server "write_bw: rxe server, jk client" "ib_write_bw $PT -s 65536 -n 2000" \
+pair vm_server "write_bw: rxe server, jk client" "ib_write_bw $PT -s 65536 -n 2000" \
 	jk_write_bw -s 65536 -n 2000
-our_server "write_bw: jk server, rxe client" "ib_write_bw $PT -s 65536 -n 2000" \
+pair our_server "write_bw: jk server, rxe client" "ib_write_bw $PT -s 65536 -n 2000" \
 	jk_write_bw -s 65536 -n 2000
-vm_server "send_bw: rxe server, jk client" "ib_send_bw $PT -s 4096 -n 3000" \
+pair vm_server "send_bw: rxe server, jk client" "ib_send_bw $PT -s 4096 -n 3000" \
 	jk_send_bw -s 4096 -n 3000
-our_server "send_bw: jk server, rxe client" "ib_send_bw $PT -s 4096 -n 3000" \
+pair our_server "send_bw: jk server, rxe client" "ib_send_bw $PT -s 4096 -n 3000" \
 	jk_send_bw -s 4096 -n 3000
-vm_server "read_bw: rxe server, jk client, 2 QPs" "ib_read_bw $PT -s 262144 -n 200 -q 2" \
+pair vm_server "read_bw: rxe server, jk client, 2 QPs" "ib_read_bw $PT -s 262144 -n 200 -q 2" \
 	jk_read_bw -s 262144 -n 200 -q 2
-our_server "read_bw: jk server, rxe client, 2 QPs" "ib_read_bw $PT -s 262144 -n 200 -q 2" \
+pair our_server "read_bw: jk server, rxe client, 2 QPs" "ib_read_bw $PT -s 262144 -n 200 -q 2" \
 	jk_read_bw -s 262144 -n 200 -q 2
-vm_server "write_lat: rxe server, jk client" "ib_write_lat $PT -s 64 -n 1000" \
+pair vm_server "write_lat: rxe server, jk client" "ib_write_lat $PT -s 64 -n 1000" \
 	jk_write_lat -s 64 -n 1000
-our_server "send_lat: jk server, rxe client" "ib_send_lat $PT -s 64 -n 1000" \
+pair our_server "send_lat: jk server, rxe client" "ib_send_lat $PT -s 64 -n 1000" \
 	jk_send_lat -s 64 -n 1000
-vm_server "read_lat: rxe server, jk client" "ib_read_lat $PT -s 64 -n 1000" \
+pair vm_server "read_lat: rxe server, jk client" "ib_read_lat $PT -s 64 -n 1000" \
 	jk_read_lat -s 64 -n 1000
