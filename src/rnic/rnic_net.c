@@ -646,14 +646,26 @@ struct rnic_txpkt *rnic_tx_get(struct rnic_dev *dev)
  * join: the DHTB must see them as themselves. */
 enum tx_kind { TX_PAYLOAD, TX_ACK, TX_OTHER };
 
-static int joins(const struct rnic_dev *dev, uint32_t dip, uint32_t dqpn, uint32_t ulen, enum tx_kind kind)
+/* The batch's last send, if it goes to QP dqpn at dip, is not closed and
+ * has room for one more segment; else NULL. */
+static const struct rnic_txgso *open_send(const struct rnic_dev *dev, uint32_t dip, uint32_t dqpn)
 {
 	const struct rnic_txgso *g;
 
-	if (!dev->nmsg || kind == TX_OTHER)
-		return 0;
+	if (!dev->nmsg)
+		return NULL;
 	g = &dev->txg[dev->nmsg - 1];
-	if (g->closed || g->dip != dip || g->dqpn != dqpn)
+	if (g->closed || g->dip != dip || g->dqpn != dqpn || g->nseg >= RNIC_GSO_SEGS ||
+	    (uint32_t)(g->nseg + 1) * g->seg_len > RNIC_GSO_BYTES)
+		return NULL;
+	return g;
+}
+
+static int joins(const struct rnic_dev *dev, uint32_t dip, uint32_t dqpn, uint32_t ulen, enum tx_kind kind)
+{
+	const struct rnic_txgso *g = kind == TX_OTHER ? NULL : open_send(dev, dip, dqpn);
+
+	if (!g)
 		return 0;
 	if (kind == TX_ACK)
 		return g->nseg == 1 && ulen <= g->seg_len;
@@ -661,8 +673,7 @@ static int joins(const struct rnic_dev *dev, uint32_t dip, uint32_t dqpn, uint32
 	 * FIRST (with its RETH) takes the first MIDDLE, and a 64 KiB WRITE
 	 * leaves as two frames ([FIRST MIDDLE] [61 MIDDLEs, LAST]), not three;
 	 * a longer message takes no more sends than with the FIRST alone. */
-	return ulen <= g->seg_len &&
-	       g->nseg < RNIC_GSO_SEGS && (uint32_t)(g->nseg + 1) * g->seg_len <= RNIC_GSO_BYTES;
+	return ulen <= g->seg_len;
 }
 
 /* Whether the batch's last send goes to QP dqpn at dip and may still
@@ -673,13 +684,7 @@ static int joins(const struct rnic_dev *dev, uint32_t dip, uint32_t dqpn, uint32
  * makes two (a LAST, the next FIRST and one MIDDLE; the other MIDDLEs). */
 int rnic_tx_growing(const struct rnic_dev *dev, uint32_t dip, uint32_t dqpn)
 {
-	const struct rnic_txgso *g;
-
-	if (!dev->nmsg)
-		return 0;
-	g = &dev->txg[dev->nmsg - 1];
-	return !g->closed && g->dip == dip && g->dqpn == dqpn && g->nseg < RNIC_GSO_SEGS &&
-	       (uint32_t)(g->nseg + 1) * g->seg_len <= RNIC_GSO_BYTES;
+	return open_send(dev, dip, dqpn) != NULL;
 }
 
 /* Copies the packet into the batch's buffer (headers, payload, pad) and

@@ -110,7 +110,7 @@ cap_show() {
 # One attempt's verdict into $d/report and `result`: ok, stall (both
 # sides ran into their deadlines: the guest fell silent), or fail.
 result=
-verdict() {   # DIR NAME OURS-STATUS RXE-STATUS RESULT-FILE
+verdict() {   # DIR NAME OURS-STATUS RXE-STATUS OUTPUT-TO-QUOTE
 	local d=$1 name=$2 ours=$3 vst=$4
 	if [ "$ours" -eq 0 ] && [ "$vst" -eq 0 ]; then
 		result=ok
@@ -128,7 +128,7 @@ verdict() {   # DIR NAME OURS-STATUS RXE-STATUS RESULT-FILE
 # root-caused, see issue 25's notes).  The stalled attempt's report stays
 # in the log, and a second stall or any other failure fails the pair.
 pair() {   # vm_server|our_server NAME 'VM COMMAND' OUR-TOOL ARGS...
-	local how=$1 name=$2
+	local how=$1
 	shift
 	"$how" "$@"
 	if [ "$result" = stall ]; then
