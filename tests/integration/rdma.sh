@@ -28,7 +28,7 @@ pair() {   # NAME TOOL ARGS...: server on blue2, client on blue1
 	if lab exec blue1 -- timeout 120 "$JAKIRO_BIN/$tool" -d eth0 "$@" 10.0.0.2 > "$WORK/$tool.cli" 2>&1 && wait $srv; then
 		ok "$name: $(grep -E '^ *[0-9]+ +[0-9]+ ' "$WORK/$tool.cli" | tail -1 | tr -s ' ')"
 	else
-		not_ok "$name" "$(tail -3 "$WORK/$tool.cli" "$WORK/$tool.srv" | tr '\n' ' ')"
+		not_ok "$name" "$(tail -n 3 "$WORK/$tool.cli" "$WORK/$tool.srv" | tr '\n' ' ')"
 		kill $srv 2>/dev/null
 	fi
 }

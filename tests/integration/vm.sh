@@ -104,7 +104,7 @@ rdma_pair() {
 	if [ $rc -eq 0 ] && [ $src -eq 0 ]; then
 		ok "$name: $(grep -hE 'usec/iter|^ *[0-9]+ +[0-9]+ ' "$WORK/rdma.cli" | tail -1 | tr -s ' ')"
 	else
-		not_ok "$name" "client $rc, server $src: $(tail -3 "$WORK/rdma.cli" "$WORK/rdma.srv" | tr '\n' ' ')"
+		not_ok "$name" "client $rc, server $src: $(tail -n 3 "$WORK/rdma.cli" "$WORK/rdma.srv" | tr '\n' ' ')"
 	fi
 }
 JK=$JAKIRO_BIN
@@ -164,7 +164,7 @@ cm_pair() {
 	if [ $rc -eq 0 ] && [ $src -eq 0 ] && grep -qE "$re" "$WORK/cm.cli" && grep -qE "$re" "$WORK/cm.srv"; then
 		ok "$name: $(grep -hE "$re" "$WORK/cm.cli" | tail -1 | tr -s ' ')"
 	else
-		not_ok "$name" "client $rc, server $src: $(tail -3 "$WORK/cm.cli" "$WORK/cm.srv" | tr '\n' ' ')"
+		not_ok "$name" "client $rc, server $src: $(tail -n 3 "$WORK/cm.cli" "$WORK/cm.srv" | tr '\n' ' ')"
 	fi
 }
 cm_pair "rping -V: VM (kernel CM) server, container (our CM) client" vm1 c2 7174 "ping data: rdma-ping-9" \
