@@ -83,6 +83,19 @@ done
 check "no virtio-net header drops on h1" test "$(stat_of h1 \
 	"sum(s['datapath']['drops'].get(k, 0) for k in ('vnet_flags', 'vnet_csum', 'vnet_hdr_len', 'vnet_gso', 'gso_mixed'))")" -eq 0
 
+# After a failed pair: each VM's own view (lab/vm/guest-state: eth0's and
+# rxe's counters, its TX queue's watchdog, a dmesg tail) and its TAP's
+# counters on the host, as comments: evidence of a guest that fell silent.
+vm_states() {   # NAME...
+	local v h
+	for v in "$@"; do
+		case $v in vm*) ;; *) continue ;; esac
+		h=$(sed -n "s/.*\"name\": \"$v\".*\"host\": \"\([^\"]*\)\".*/\1/p" "$WORK/topo.json")
+		{ lab exec "$v" -- timeout 20 jk-guest-state
+		  echo "--- host $h, TAP v-$v"; ip -n "$LAB_PREFIX-$h" -s link show "v-$v"; } 2>&1 | sed "s/^/# $v: /"
+	done
+}
+
 # ---- RDMA: Linux rxe in the VM against the soft RNIC in the container -----------
 # NAME SERVER CLIENT SERVER_IP 'SERVER CMD' 'CLIENT CMD': the server listens on
 # 18515 (perftest and the pingpongs), both ends must exit 0.
@@ -105,6 +118,7 @@ rdma_pair() {
 		ok "$name: $(grep -hE 'usec/iter|^ *[0-9]+ +[0-9]+ ' "$WORK/rdma.cli" | tail -1 | tr -s ' ')"
 	else
 		not_ok "$name" "client $rc, server $src: $(tail -n 3 "$WORK/rdma.cli" "$WORK/rdma.srv" | tr '\n' ' ')"
+		vm_states "$s" "$c"
 	fi
 }
 JK=$JAKIRO_BIN
@@ -165,6 +179,7 @@ cm_pair() {
 		ok "$name: $(grep -hE "$re" "$WORK/cm.cli" | tail -1 | tr -s ' ')"
 	else
 		not_ok "$name" "client $rc, server $src: $(tail -n 3 "$WORK/cm.cli" "$WORK/cm.srv" | tr '\n' ' ')"
+		vm_states "$s" "$c"
 	fi
 }
 cm_pair "rping -V: VM (kernel CM) server, container (our CM) client" vm1 c2 7174 "ping data: rdma-ping-9" \
