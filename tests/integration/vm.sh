@@ -92,7 +92,8 @@ vm_states() {   # NAME...
 		case $v in vm*) ;; *) continue ;; esac
 		h=$(sed -n "s/.*\"name\": \"$v\".*\"host\": \"\([^\"]*\)\".*/\1/p" "$WORK/topo.json")
 		{ lab exec "$v" -- timeout 20 jk-guest-state
-		  echo "--- host $h, TAP v-$v"; ip -n "$LAB_PREFIX-$h" -s link show "v-$v"; } 2>&1 | sed "s/^/# $v: /"
+		  echo "--- host $h, TAP v-$v"; ip -n "$LAB_PREFIX-$h" -s link show "v-$v"
+		  echo "--- QEMU's messages"; cat "/run/jakiro-lab/$LAB_PREFIX/$v.console.qemu"; } 2>&1 | sed "s/^/# $v: /"
 	done
 }
 
