@@ -123,10 +123,12 @@ verdict() {   # DIR NAME OURS-STATUS RXE-STATUS OUTPUT-TO-QUOTE
 }
 
 # A pair, once more when the first attempt stalled: under QEMU TCG the rxe
-# guest has fallen silent mid-run, both sides waiting until their
-# deadlines (CI, 2026-11-26: 3 pairs in 2 runs, 1 in 18 local runs; not
-# root-caused, see issue 25's notes).  The stalled attempt's report stays
-# in the log, and a second stall or any other failure fails the pair.
+# guest's transmit queue has stopped being serviced mid-run, both sides
+# waiting until their deadlines (CI, 2026-11-26: 3 pairs in 2 runs).  The
+# NIC now runs with event_idx=off, which avoided it (docs/rxe-vm.md, "A
+# guest whose transmit queue stalls"); should it come back, the stalled
+# attempt's report (with jk-guest-state) stays in the log, and a second
+# stall or any other failure fails the pair.
 pair() {   # vm_server|our_server NAME 'VM COMMAND' OUR-TOOL ARGS...
 	local how=$1
 	shift
