@@ -37,8 +37,9 @@
 #define RNIC_WINDOW_BYTES    (1 << 20) /* unacknowledged data per QP (default) */
 #define RNIC_WINDOW_MIN      256     /* ... but at least this many PSNs */
 #define RNIC_CWND_MIN        16      /* the loss window never below */
-#define RNIC_READ_WINDOW     256     /* PSNs of read responses in flight, at most:
-				      * the responder bursts them at its pace */
+#define RNIC_READ_WINDOW     512     /* PSNs of read responses in flight, at most
+				      * (four requests): the responder bursts
+				      * them at its pace */
 #define RNIC_ACKREQ_PKTS     64      /* AckReq at least every N packets (rxe) */
 #define RNIC_QP_BUDGET       64      /* packets per QP per progress call, and on
 				      * while its send grows (rnic_qp_may_send) */

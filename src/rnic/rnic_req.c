@@ -180,15 +180,17 @@ static int ud_tx(struct rnic_qp *qp, uint64_t now_ns, int budget)
 
 /* Packets per read request: fixed per QP, so that a retried request
  * (from any PSN of a chunk) ends where the original one ended.  At most
- * half the loss window and half RNIC_READ_WINDOW (two chunks in flight);
- * within that, a FIRST, a LAST and whole sends of MIDDLEs as a soft RNIC
- * responder packs them into UDP_SEGMENT sends (RNIC_GSO_BYTES each): at
- * path MTU 1024, 2 + 2 x 62 = 126 packets, four frames through the kernel
- * and the datapath where requests of 64 made three. */
+ * half the loss window and a quarter of RNIC_READ_WINDOW: four requests
+ * in flight, so that the next one reaches the responder while it still
+ * sends (with two, it idled between them).  Within that, a FIRST, a LAST
+ * and whole sends of MIDDLEs as a soft RNIC responder packs them into
+ * UDP_SEGMENT sends (RNIC_GSO_BYTES each): at path MTU 1024,
+ * 2 + 2 x 62 = 126 packets, four frames through the kernel and the
+ * datapath where requests of 64 made three. */
 static uint32_t read_chunk_pkts(const struct rnic_qp *qp)
 {
 	uint32_t per_send = RNIC_GSO_BYTES / (qp->mtu + (uint32_t)sizeof(struct rnic_bth) + RNIC_ICRC_SIZE);
-	uint32_t cap = qp->window / 2 < RNIC_READ_WINDOW / 2 ? qp->window / 2 : RNIC_READ_WINDOW / 2;
+	uint32_t cap = qp->window / 2 < RNIC_READ_WINDOW / 4 ? qp->window / 2 : RNIC_READ_WINDOW / 4;
 
 	if (per_send > RNIC_GSO_SEGS)
 		per_send = RNIC_GSO_SEGS;

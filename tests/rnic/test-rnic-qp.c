@@ -879,6 +879,61 @@ static void test_bulk_frames(void **state)
 	assert_true(data <= 5);
 }
 
+/* A long READ keeps four requests in flight (RNIC_READ_WINDOW PSNs of
+ * responses, a quarter each), so that the responder has the next one
+ * before it sent the last packet of the one before: with two it idled
+ * between them.  Here the requester's first turn, before any response,
+ * sends exactly four (max_rd_atomic 16, as perftest and UCX ask), and the
+ * whole 1 MiB arrives intact without a retransmission. */
+static void test_read_requests_in_flight(void **state)
+{
+	enum { LEN = 1 << 20 };
+	struct env *e = *state;
+	struct rnic_qp_attr rts = { .qp_state = RNIC_QPS_RTS, .sq_psn = 0xfffffa, .timeout = 10,
+				    .retry_cnt = 7, .rnr_retry = 7, .max_rd_atomic = 16 };
+	struct rnic_counters c0, c1;
+	struct rnic_mr *ml, *mr;
+	uint8_t *local, *remote;
+	struct rnic_wc wc;
+
+	NEED_ENV(e);
+	local = calloc(1, LEN);
+	remote = malloc(LEN);
+	assert_non_null(local);
+	assert_non_null(remote);
+	for (size_t i = 0; i < LEN; i++)
+		remote[i] = (uint8_t)(i * 7 + (i >> 10));
+	assert_int_equal(rnic_reg_mr(e->pd, local, LEN, ALL_ACCESS, &ml), 0);
+	assert_int_equal(rnic_reg_mr(e->pd, remote, LEN, ALL_ACCESS, &mr), 0);
+	assert_int_equal(to_init(e->a, ALL_ACCESS), 0);
+	assert_int_equal(to_init(e->b, ALL_ACCESS), 0);
+	assert_int_equal(to_rtr(e, e->a, rnic_qp_num(e->b), 0xfffff0), 0);
+	assert_int_equal(to_rtr(e, e->b, rnic_qp_num(e->a), 0xfffffa), 0);
+	assert_int_equal(rnic_modify_qp(e->a, &rts, RNIC_QP_STATE | RNIC_QP_SQ_PSN | RNIC_QP_TIMEOUT |
+					RNIC_QP_RETRY_CNT | RNIC_QP_RNR_RETRY |
+					RNIC_QP_MAX_QP_RD_ATOMIC), 0);
+	assert_int_equal(to_rts(e->b, 0xfffff0, 10, 7, 7), 0);
+
+	rnic_get_counters(e->dev, &c0);
+	post_send(e->a, RNIC_WR_RDMA_READ, local, LEN, rnic_mr_lkey(ml), (uintptr_t)remote,
+		  rnic_mr_rkey(mr), 9);
+	rnic_progress_tx(e->dev, rnic_now_ns());        /* the requester's turn, nothing received */
+	rnic_get_counters(e->dev, &c1);
+	assert_int_equal(c1.tx_pkts - c0.tx_pkts, 4);
+	assert_true(((e->a->req.psn - e->a->comp.psn) & 0xffffff) <= RNIC_READ_WINDOW);
+
+	assert_int_equal(pump(e, &wc, 1), 1);
+	assert_int_equal(wc.status, RNIC_WC_SUCCESS);
+	assert_int_equal(wc.wr_id, 9);
+	assert_memory_equal(local, remote, LEN);
+	rnic_get_counters(e->dev, &c1);
+	assert_int_equal(c1.retransmits, c0.retransmits);
+	rnic_dereg_mr(ml);
+	rnic_dereg_mr(mr);
+	free(local);
+	free(remote);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -894,6 +949,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_small_window_acks, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_ack_joins_answer, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bulk_frames, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_read_requests_in_flight, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_ring_and_copied_frames_in_order, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_held_ack_sent_on_error, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_link_flap, setup, teardown),
