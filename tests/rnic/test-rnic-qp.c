@@ -127,25 +127,38 @@ static int to_rtr(struct env *e, struct rnic_qp *qp, uint32_t dqpn, uint32_t rq_
 			      RNIC_QP_MIN_RNR_TIMER);
 }
 
-static int to_rts(struct rnic_qp *qp, uint32_t sq_psn, uint8_t timeout, uint8_t retry,
-		  uint8_t rnr)
+/* RTS with max_rd_atomic reads outstanding (to_rts: 4) */
+static int to_rts_rd(struct rnic_qp *qp, uint32_t sq_psn, uint8_t timeout, uint8_t retry,
+		     uint8_t rnr, uint8_t max_rd_atomic)
 {
 	struct rnic_qp_attr a = { .qp_state = RNIC_QPS_RTS, .sq_psn = sq_psn, .timeout = timeout,
-				  .retry_cnt = retry, .rnr_retry = rnr, .max_rd_atomic = 4 };
+				  .retry_cnt = retry, .rnr_retry = rnr, .max_rd_atomic = max_rd_atomic };
 
 	return rnic_modify_qp(qp, &a, RNIC_QP_STATE | RNIC_QP_SQ_PSN | RNIC_QP_TIMEOUT |
 			      RNIC_QP_RETRY_CNT | RNIC_QP_RNR_RETRY | RNIC_QP_MAX_QP_RD_ATOMIC);
 }
 
-/* a and b connected to each other; b's access flags as given */
-static void connect_pair(struct env *e, int b_access, uint8_t rnr)
+static int to_rts(struct rnic_qp *qp, uint32_t sq_psn, uint8_t timeout, uint8_t retry,
+		  uint8_t rnr)
+{
+	return to_rts_rd(qp, sq_psn, timeout, retry, rnr, 4);
+}
+
+/* a and b connected to each other; b's access flags as given; a may have
+ * max_rd_atomic reads outstanding (connect_pair: 4) */
+static void connect_pair_rd(struct env *e, int b_access, uint8_t rnr, uint8_t max_rd_atomic)
 {
 	assert_int_equal(to_init(e->a, ALL_ACCESS), 0);
 	assert_int_equal(to_init(e->b, b_access), 0);
 	assert_int_equal(to_rtr(e, e->a, rnic_qp_num(e->b), 0xfffff0), 0);
 	assert_int_equal(to_rtr(e, e->b, rnic_qp_num(e->a), 0xfffffa), 0);
-	assert_int_equal(to_rts(e->a, 0xfffffa, 10, 7, rnr), 0);
+	assert_int_equal(to_rts_rd(e->a, 0xfffffa, 10, 7, rnr, max_rd_atomic), 0);
 	assert_int_equal(to_rts(e->b, 0xfffff0, 10, 7, rnr), 0);
+}
+
+static void connect_pair(struct env *e, int b_access, uint8_t rnr)
+{
+	connect_pair_rd(e, b_access, rnr, 4);
 }
 
 /* The device runs on a clock of the test's (the library takes time as an
@@ -889,8 +902,6 @@ static void test_read_requests_in_flight(void **state)
 {
 	enum { LEN = 1 << 20 };
 	struct env *e = *state;
-	struct rnic_qp_attr rts = { .qp_state = RNIC_QPS_RTS, .sq_psn = 0xfffffa, .timeout = 10,
-				    .retry_cnt = 7, .rnr_retry = 7, .max_rd_atomic = 16 };
 	struct rnic_counters c0, c1;
 	struct rnic_mr *ml, *mr;
 	uint8_t *local, *remote;
@@ -905,14 +916,7 @@ static void test_read_requests_in_flight(void **state)
 		remote[i] = (uint8_t)(i * 7 + (i >> 10));
 	assert_int_equal(rnic_reg_mr(e->pd, local, LEN, ALL_ACCESS, &ml), 0);
 	assert_int_equal(rnic_reg_mr(e->pd, remote, LEN, ALL_ACCESS, &mr), 0);
-	assert_int_equal(to_init(e->a, ALL_ACCESS), 0);
-	assert_int_equal(to_init(e->b, ALL_ACCESS), 0);
-	assert_int_equal(to_rtr(e, e->a, rnic_qp_num(e->b), 0xfffff0), 0);
-	assert_int_equal(to_rtr(e, e->b, rnic_qp_num(e->a), 0xfffffa), 0);
-	assert_int_equal(rnic_modify_qp(e->a, &rts, RNIC_QP_STATE | RNIC_QP_SQ_PSN | RNIC_QP_TIMEOUT |
-					RNIC_QP_RETRY_CNT | RNIC_QP_RNR_RETRY |
-					RNIC_QP_MAX_QP_RD_ATOMIC), 0);
-	assert_int_equal(to_rts(e->b, 0xfffff0, 10, 7, 7), 0);
+	connect_pair_rd(e, ALL_ACCESS, 7, 16);
 
 	rnic_get_counters(e->dev, &c0);
 	post_send(e->a, RNIC_WR_RDMA_READ, local, LEN, rnic_mr_lkey(ml), (uintptr_t)remote,
