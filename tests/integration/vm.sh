@@ -83,9 +83,9 @@ done
 check "no virtio-net header drops on h1" test "$(stat_of h1 \
 	"sum(s['datapath']['drops'].get(k, 0) for k in ('vnet_flags', 'vnet_csum', 'vnet_hdr_len', 'vnet_gso', 'gso_mixed'))")" -eq 0
 
-# After a failed pair: each VM's own view (lab/vm/guest-state: eth0's and
-# rxe's counters, its TX queue's watchdog, a dmesg tail) and its TAP's
-# counters on the host, as comments: evidence of a guest that fell silent.
+# After a failed pair: each VM's own view (lab/vm/guest-state), its TAP's
+# counters on the host and QEMU's messages, as comments: evidence of a
+# guest that fell silent.
 vm_states() {   # NAME...
 	local v h
 	for v in "$@"; do
