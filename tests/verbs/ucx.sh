@@ -11,8 +11,9 @@
 #     active messages (SEND to an SRQ) latency and bandwidth, put latency,
 #     atomic add, fetch-and-add and compare-and-swap.
 #   - UCP over rc_v (RC lanes wired up through ud_verbs, UCX's auxiliary
-#     transport): tag latency and bandwidth, put bandwidth; and over ud_v
-#     alone (UD datagrams): tag latency.
+#     transport): tag latency, bandwidth by eager SENDs (64 KiB) and by
+#     rendezvous (256 KiB), put bandwidth; the launcher's UCX defaults as
+#     UCX reads them; and over ud_v alone (UD datagrams): tag latency.
 # Open MPI over the same: tests/verbs/mpi.sh.
 cd "$(dirname "$0")/../.." || exit 1
 . tests/rnic/lib.sh
@@ -37,6 +38,22 @@ printf '%s\n' "$out" | grep -q "jk_eth0" && not_ok "without the launcher UCX see
 	ok "the host's /dev is untouched (placeholders only in the program's mount namespace)" ||
 	not_ok "the host's /dev is untouched"
 
+# --- the launcher's UCX defaults (src/verbs/jakiro-verbs), as UCX reads them --
+cfg() { ip netns exec "$NS1" env "$@" "$V" ucx_info -c -f 2>&1 |
+	grep -E '^UCX_(RNDV_THRESH|RC_VERBS_SEG_SIZE|RC_VERBS_RX_QUEUE_LEN)=' | sort | tr '\n' ' '; }
+want="UCX_RC_VERBS_RX_QUEUE_LEN=512 UCX_RC_VERBS_SEG_SIZE=64K UCX_RNDV_THRESH=128K "
+got=$(cfg)
+[ "$got" = "$want" ] && ok "jakiro-verbs: UCX takes its RC segment, receive queue and rendezvous defaults" ||
+	not_ok "jakiro-verbs: UCX's defaults: want '$want', got '$got'"
+want="UCX_RC_VERBS_RX_QUEUE_LEN=4095 UCX_RC_VERBS_SEG_SIZE=16K UCX_RNDV_THRESH=1M "
+got=$(cfg UCX_IB_SEG_SIZE=16k UCX_RNDV_THRESH=1m)
+[ "$got" = "$want" ] && ok "jakiro-verbs: the user's UCX_IB_SEG_SIZE and UCX_RNDV_THRESH win (queue left to UCX)" ||
+	not_ok "jakiro-verbs: the user's values: want '$want', got '$got'"
+want="UCX_RC_VERBS_RX_QUEUE_LEN=100 UCX_RC_VERBS_SEG_SIZE=64K UCX_RNDV_THRESH=128K "
+got=$(cfg UCX_RC_VERBS_RX_QUEUE_LEN=100)
+[ "$got" = "$want" ] && ok "jakiro-verbs: the user's UCX_RC_VERBS_RX_QUEUE_LEN wins" ||
+	not_ok "jakiro-verbs: the user's queue length: want '$want', got '$got'"
+
 # --- UCT over rc_verbs ---------------------------------------------------------------
 FINAL="^Final:[[:space:]]+[0-9]+[[:space:]]+[0-9.]+"
 U="$V ucx_perftest -x rc_verbs -d jk_eth0:1"
@@ -59,8 +76,10 @@ rn_pair "UCP tag_lat over rc_v (RC, UD wire-up), server in A" 1 "env UCX_TLS=rc_
 	"env UCX_TLS=rc_v,self $P -t tag_lat -n 5000" "$FINAL"
 rn_pair "UCP tag_lat over rc_v, server in B" 2 "env UCX_TLS=rc_v,self $P -t tag_lat -n 5000" \
 	"env UCX_TLS=rc_v,self $P -t tag_lat -n 5000" "$FINAL"
-rn_pair "UCP tag_bw 64 KiB over rc_v" 1 "env UCX_TLS=rc_v,self $P -t tag_bw -s 65536 -n 2000" \
+rn_pair "UCP tag_bw 64 KiB over rc_v (eager SENDs into 64 KiB segments)" 1 "env UCX_TLS=rc_v,self $P -t tag_bw -s 65536 -n 2000" \
 	"env UCX_TLS=rc_v,self $P -t tag_bw -s 65536 -n 2000" "$FINAL"
+rn_pair "UCP tag_bw 256 KiB over rc_v (rendezvous: the receiver READs)" 2 "env UCX_TLS=rc_v,self $P -t tag_bw -s 262144 -n 500" \
+	"env UCX_TLS=rc_v,self $P -t tag_bw -s 262144 -n 500" "$FINAL"
 rn_pair "UCP ucp_put_bw 64 KiB over rc_v" 2 "env UCX_TLS=rc_v,self $P -t ucp_put_bw -s 65536 -n 2000" \
 	"env UCX_TLS=rc_v,self $P -t ucp_put_bw -s 65536 -n 2000" "$FINAL"
 rn_pair "UCP tag_lat over ud_v (UD datagrams alone)" 1 "env UCX_TLS=ud_v,self $P -t tag_lat -n 5000" \
