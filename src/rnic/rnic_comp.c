@@ -384,6 +384,7 @@ void rnic_comp_timer(struct rnic_qp *qp, uint64_t now_ns)
 	}
 	qp->comp.retry_left--;
 	qp->dev->cnt.timeouts++;
+	rnic_net_forget(qp->dev, qp->dip);   /* the peer may have moved: ask the kernel */
 	cwnd_loss(qp);
 	rnic_trace(qp->dev, "qp %#x: timeout, resend from psn %#x (req %#x max %#x), %d retries left\n",
 		   qp->qpn, qp->comp.psn, qp->req.psn, qp->req.max_psn, qp->comp.retry_left);

@@ -3,6 +3,7 @@
  */
 #include <errno.h>
 #include <ifaddrs.h>
+#include <net/if_arp.h>
 #include <inttypes.h>
 #include <net/if.h>
 #include <poll.h>
@@ -61,8 +62,10 @@ static int if_info(struct rnic_dev *dev)
 		err = -errno;
 	else
 		dev->netdev_mtu = ifr.ifr_mtu;
-	if (!err && !ioctl(fd, SIOCGIFHWADDR, &ifr))
+	if (!err && !ioctl(fd, SIOCGIFHWADDR, &ifr)) {
 		memcpy(dev->mac, ifr.ifr_hwaddr.sa_data, 6);
+		dev->raw_tx = ifr.ifr_hwaddr.sa_family == ARPHRD_ETHER;
+	}
 	close(fd);
 	return err;
 }
@@ -155,6 +158,9 @@ int rnic_open(const char *name, struct rnic_dev **out)
 		err = -EINVAL;
 		goto fail;
 	}
+	env = getenv("JK_RNIC_RAW_TX");
+	if (env && !strcmp(env, "0"))
+		dev->raw_tx = 0;
 	env = getenv("JK_RNIC_TRACE");
 	dev->trace = env ? atoi(env) : 0;
 	dev->hold_acks = 1;

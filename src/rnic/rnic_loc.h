@@ -18,6 +18,7 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
+#include <linux/virtio_net.h>
 
 #include "rnic/rnic.h"
 #include "rnic/rnic_dcqcn.h"
@@ -55,6 +56,10 @@
 #define RNIC_GSO_SEGS        64      /* packets per UDP_SEGMENT send (the kernel's limit) */
 #define RNIC_GSO_BYTES       65000   /* UDP payload per UDP_SEGMENT send, at most */
 #define RNIC_RX_SLOT         (10 + 14 + 65536)  /* virtio_net_hdr + Ethernet + a coalesced frame */
+#ifndef VIRTIO_NET_HDR_GSO_UDP_L4
+#define VIRTIO_NET_HDR_GSO_UDP_L4 5   /* linux/virtio_net.h of Linux >= 5.18 */
+#endif
+#define RNIC_RAW_HDR_LEN     (10 + 14 + 20 + 8) /* a raw send's virtio_net_hdr, Ethernet, IPv4, UDP */
 #define RNIC_RX_SEGS         64      /* packets per coalesced frame, at most */
 #define RNIC_IPUDP_LEN       (sizeof(struct rnic_ipv4) + sizeof(struct rnic_udp))
 
@@ -225,6 +230,9 @@ struct rnic_txgso {
 	uint16_t seg_len;             /* UDP payload of each packet */
 	uint16_t nseg;
 	uint8_t closed;
+	uint8_t raw;                  /* by the packet socket, headers ours (rnic_net.c) */
+	uint16_t sport;               /* raw: the UDP source port */
+	uint8_t mac[6];               /* raw: the Ethernet destination */
 	union {                       /* the UDP_SEGMENT cmsg */
 		char buf[CMSG_SPACE(sizeof(uint16_t))];
 		struct cmsghdr align;
@@ -263,6 +271,13 @@ struct rnic_dev {
 		uint16_t sport;
 	} peer[RNIC_MAX_PEERS];
 	int npeers, last_peer, next_victim;
+	/* raw transmit (rnic_net.c): where each peer's frames came from */
+	int raw_tx;                   /* an Ethernet link, and not JK_RNIC_RAW_TX=0 */
+	struct rnic_neigh {
+		uint32_t ip;          /* network order */
+		uint8_t mac[6];
+	} neigh[RNIC_MAX_PEERS];
+	int nneigh, last_neigh, next_neigh;
 	int rx_fd;                    /* AF_PACKET on every interface, keeping ifindex's and
 				       * lo's; receive path (see rnic_net.c) */
 
@@ -288,7 +303,8 @@ struct rnic_dev {
 	struct iovec txpay[RNIC_TX_IOV];      /* the payload of the packet being built */
 	uint8_t *txbuf;                       /* the batch's packets, back to back (RNIC_TX_BUF) */
 	size_t txused;
-	struct iovec txsend[RNIC_TX_BATCH];   /* each send's run of txbuf */
+	struct iovec txsend[RNIC_TX_BATCH][2]; /* each send's headers (raw ones) and run of txbuf */
+	uint8_t txraw[RNIC_TX_BATCH][RNIC_RAW_HDR_LEN];
 	struct mmsghdr txm[RNIC_TX_BATCH];
 	struct rnic_txgso txg[RNIC_TX_BATCH];
 	int ntx, nmsg;
@@ -324,6 +340,7 @@ void rnic_tx_put(struct rnic_dev *dev, struct rnic_txpkt *t, int hdr_len,
 		 int npay, uint32_t paylen, uint32_t dip);
 void rnic_tx_flush(struct rnic_dev *dev);
 int  rnic_tx_growing(const struct rnic_dev *dev, uint32_t dip, uint32_t dqpn);
+void rnic_net_forget(struct rnic_dev *dev, uint32_t ip);   /* its frames' source address */
 
 /* rnic_fault.c */
 int  rnic_fault_open(const char *spec, struct rnic_fault **out);

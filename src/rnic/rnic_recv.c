@@ -3,14 +3,9 @@
  * completer for responses, DCQCN for CNPs.  Check, then act; every drop is
  * counted by reason.
  */
-#include <linux/virtio_net.h>
 #include <string.h>
 
 #include "rnic/rnic_loc.h"
-
-#ifndef VIRTIO_NET_HDR_GSO_UDP_L4
-#define VIRTIO_NET_HDR_GSO_UDP_L4 5   /* linux/virtio_net.h of Linux >= 5.18 */
-#endif
 
 static struct rnic_qp *qp_lookup(struct rnic_dev *dev, uint32_t qpn)
 {

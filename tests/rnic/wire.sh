@@ -5,7 +5,8 @@
 #   - scapy's RoCE layer computes, for every frame, the ICRC we put on the
 #     wire (this proves the IPv4 header our ICRC assumed, ID and DF included,
 #     is the one the kernel sent);
-#   - every frame carries ECT(0).
+#   - every frame carries ECT(0);
+#   - each side sent frames of both send paths (raw, and by its UDP socket).
 cd "$(dirname "$0")/../.." || exit 1
 . tests/rnic/lib.sh
 X=$BUILD/tests/rnic/rnic_xfer
@@ -35,10 +36,10 @@ until grep -q "listening on" "$RN_TMP/tcpdump.log"; do
 	[ $SECONDS -lt $end ] || { not_ok "capture starts"; exit 1; }
 	sleep 0.05
 done
-rn_bg "$NS1" "$RN_TMP/srv.log" $X -d "$IF1" -p $PORT -n 150 -t 4 -S 9000,3000,1500,1,0
+rn_bg "$NS1" "$RN_TMP/srv.log" env JK_RNIC_STATS=1 $X -d "$IF1" -p $PORT -n 150 -t 4 -S 9000,3000,1500,1,0
 srv=$RN_LAST
 rn_wait_port "$NS1" $PORT 10 || { not_ok "server starts"; exit 1; }
-ip netns exec "$NS2" $X -d "$IF2" -p $PORT -n 150 -t 4 -S 9000,3000,1500,1,0 "$IP1" \
+ip netns exec "$NS2" env JK_RNIC_STATS=1 $X -d "$IF2" -p $PORT -n 150 -t 4 -S 9000,3000,1500,1,0 "$IP1" \
 	>"$RN_TMP/cli.log" 2>&1
 crc=$?
 rn_wait_pid $srv 30
@@ -54,6 +55,22 @@ else
 	not_ok "every operation, captured (client $crc, server $src)"
 	sed 's/^/#   /' "$RN_TMP/cli.log" "$RN_TMP/tcpdump.log"
 	exit 1
+fi
+
+# Both send paths are on the wire: short sends to a peer whose frames came
+# already leave raw, by the packet socket with our own headers (docs/rnic.md,
+# "Raw transmit"), the rest by the UDP socket; the checks below hold for both.
+counter() { sed -n "s/.* $1=\([0-9]*\).*/\1/p" "$2" | tail -1; }
+bad_split=
+for log in "$RN_TMP/srv.log" "$RN_TMP/cli.log"; do
+	frames=$(counter tx_frames "$log") raw=$(counter tx_raw_frames "$log")
+	echo "# $(basename "$log" .log): $frames frames sent, ${raw:-0} raw"
+	[ "${raw:-0}" -gt 0 ] && [ "${frames:-0}" -gt "${raw:-0}" ] || bad_split="$bad_split $(basename "$log" .log)"
+done
+if [ -z "$bad_split" ]; then
+	ok "each side sent frames both raw and by its UDP socket"
+else
+	not_ok "each side sent frames both raw and by its UDP socket (not:$bad_split)"
 fi
 
 ops=$(tshark -r "$RN_TMP/c.pcap" -Y infiniband -T fields -e infiniband.bth.opcode 2>/dev/null |
