@@ -75,8 +75,9 @@ struct verbs_ctx {
 	/* Who drives (verbs_progress.c): APP_IDLE, APP_SPINS, APP_GRACE. */
 	atomic_int app_state;
 	atomic_uint poll_count;       /* ibv_poll_cq calls, for the thread's check */
-	atomic_uint poll_entries;     /* ibv_poll_cq calls begun, armed CQs' too */
-	atomic_int in_poll;           /* the application is in ibv_poll_cq */
+	atomic_uint drive_entries;    /* ibv_poll_cq and ibv_post_send calls begun
+				       * (they run the RNIC inline), armed CQs' too */
+	atomic_int in_drive;          /* the application is in one of them */
 	atomic_int thread_parked;     /* the thread sleeps as the driver, till a packet or its timer */
 	uint64_t thread_wakes_at;     /* under lock: the driver's next run without a packet or
 				       * a kick (0: unknown, a change kicks it) */

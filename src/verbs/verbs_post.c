@@ -73,11 +73,17 @@ int verbs_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send
 				r[n - 1].next = &r[n];
 		}
 		if (n) {
+			/* its sends cross the kernel's whole path to the peer: a
+			 * program in here for tens of microseconds has not gone
+			 * away (verbs_progress.c: grace_packet, stand_back) */
+			atomic_fetch_add_explicit(&ctx->drive_entries, 1, memory_order_relaxed);
+			atomic_store_explicit(&ctx->in_drive, 1, memory_order_relaxed);
 			pthread_mutex_lock(&ctx->lock);
 			int e = rnic_post_send(qp->rqp, r, &rbad);
 
 			verbs_progress_locked(ctx, rnic_now_ns(), 0);
 			pthread_mutex_unlock(&ctx->lock);
+			atomic_store_explicit(&ctx->in_drive, 0, memory_order_relaxed);
 			if (e) {
 				*bad = src[rbad - r];
 				return -e;
@@ -180,8 +186,8 @@ int verbs_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 	uint64_t now = rnic_now_ns();
 	int got = 0, armed;
 
-	atomic_fetch_add_explicit(&ctx->poll_entries, 1, memory_order_relaxed);
-	atomic_store_explicit(&ctx->in_poll, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&ctx->drive_entries, 1, memory_order_relaxed);
+	atomic_store_explicit(&ctx->in_drive, 1, memory_order_relaxed);
 	if (pthread_mutex_trylock(&ctx->lock)) {
 		atomic_fetch_add_explicit(&ctx->app_lock_waits, 1, memory_order_relaxed);
 		pthread_mutex_lock(&ctx->lock);
@@ -204,7 +210,7 @@ int verbs_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 	}
 	armed = cq->armed;
 	pthread_mutex_unlock(&ctx->lock);
-	atomic_store_explicit(&ctx->in_poll, 0, memory_order_relaxed);
+	atomic_store_explicit(&ctx->in_drive, 0, memory_order_relaxed);
 	/* An empty poll of an armed CQ is a program's last look before it
 	 * sleeps on the channel (arm, poll once more for what came before the
 	 * arming, then wait: rsockets, the verbs man page's recipe): the thread

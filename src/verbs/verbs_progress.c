@@ -361,7 +361,7 @@ static void take_over(struct verbs_ctx *ctx, int st)
 static void grace_packet(struct verbs_ctx *ctx)
 {
 	struct timespec patience = verbs_timespec(GRACE_PATIENCE_NS);
-	unsigned entries = atomic_load(&ctx->poll_entries);
+	unsigned entries = atomic_load(&ctx->drive_entries);
 	int st = APP_GRACE;
 
 	if (ctx->grace_hasty > 0) {
@@ -370,9 +370,10 @@ static void grace_packet(struct verbs_ctx *ctx)
 		return;
 	}
 	(void)nanosleep(&patience, NULL);
-	/* in ibv_poll_cq all along (its sends cross the kernel's whole path
-	 * to the peer: tens of microseconds), or in it again */
-	if (atomic_load(&ctx->poll_entries) == entries && !atomic_load(&ctx->in_poll)) {
+	/* in ibv_poll_cq or ibv_post_send all along (their sends cross the
+	 * kernel's whole path to the peer: tens of microseconds), or in one
+	 * again */
+	if (atomic_load(&ctx->drive_entries) == entries && !atomic_load(&ctx->in_drive)) {
 		ctx->grace_hasty = ctx->grace_hasty_next;
 		ctx->grace_hasty_next = ctx->grace_hasty_next ? 2 * ctx->grace_hasty_next : 1;
 		if (ctx->grace_hasty_next > GRACE_HASTY)
@@ -414,7 +415,7 @@ static void stand_back(struct verbs_ctx *ctx)
 			ctx->thread_doubts++;
 			polls = atomic_load(&ctx->poll_count);
 			wait_for(ctx, DOUBT_PATIENCE_NS);
-			if (atomic_load(&ctx->poll_count) == polls) {
+			if (atomic_load(&ctx->poll_count) == polls && !atomic_load(&ctx->in_drive)) {
 				take_over(ctx, atomic_load(&ctx->app_state));
 				return;
 			}
