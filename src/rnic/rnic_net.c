@@ -783,15 +783,37 @@ static uint8_t *stage(struct rnic_dev *dev, const struct rnic_txpkt *t, int hdr_
 	return p;
 }
 
+/* The IPv4 and UDP headers of a packet or send to dip of udp_len bytes of
+ * UDP, exactly as the kernel's UDP socket sends them (the ICRC covers all
+ * but TOS, TTL and the checksums, which are left 0 here). */
+static void ipudp_header(struct rnic_ipv4 *ip, uint32_t saddr, uint32_t dip, uint16_t sport,
+			 uint32_t udp_len, uint16_t id)
+{
+	struct rnic_udp *udp = (struct rnic_udp *)(ip + 1);
+
+	memset(ip, 0, RNIC_IPUDP_LEN);
+	ip->ver_ihl = 0x45;
+	ip->tos = RNIC_ECN_ECT0;
+	ip->tot_len = rn_put16((uint16_t)(sizeof(*ip) + udp_len));
+	ip->id = rn_put16(id);
+	ip->frag_off = rn_put16(RNIC_IP_DF);
+	ip->ttl = RNIC_RAW_TTL;
+	ip->proto = RNIC_IPPROTO_UDP;
+	ip->saddr.raw = saddr;
+	ip->daddr.raw = dip;
+	udp->sport = rn_put16(sport);
+	udp->dport = rn_put16(RNIC_UDP_PORT);
+	udp->len = rn_put16((uint16_t)udp_len);
+}
+
 void rnic_tx_put(struct rnic_dev *dev, struct rnic_txpkt *t, int hdr_len,
 		 int npay, uint32_t paylen, uint32_t dip)
 {
 	uint8_t ipudp[RNIC_IPUDP_LEN];
 	struct rnic_ipv4 *ip = (struct rnic_ipv4 *)ipudp;
-	struct rnic_udp *udp = (struct rnic_udp *)(ip + 1);
 	uint32_t pad = (-paylen) & 3;
-	uint32_t udp_len = sizeof(*udp) + hdr_len + paylen + pad + RNIC_ICRC_SIZE;
-	uint32_t ulen = udp_len - sizeof(*udp);
+	uint32_t udp_len = sizeof(struct rnic_udp) + hdr_len + paylen + pad + RNIC_ICRC_SIZE;
+	uint32_t ulen = udp_len - sizeof(struct rnic_udp);
 	uint32_t dqpn = __bth_qpn(t->hdr);
 	uint8_t opcode = __bth_opcode(t->hdr);
 	int payload = (rnic_opcode[opcode].mask & RNIC_PAYLOAD) != 0;
@@ -806,18 +828,7 @@ void rnic_tx_put(struct rnic_dev *dev, struct rnic_txpkt *t, int hdr_len,
 		dev->cnt.tx_errors++;
 		return;
 	}
-	/* The IPv4 and UDP headers exactly as the kernel will send them. */
-	memset(ipudp, 0, sizeof(ipudp));
-	ip->ver_ihl = 0x45;
-	ip->tot_len = rn_put16(sizeof(*ip) + udp_len);
-	ip->id = rn_put16(join ? dev->txg[dev->nmsg - 1].nseg : 0);
-	ip->frag_off = rn_put16(RNIC_IP_DF);
-	ip->proto = RNIC_IPPROTO_UDP;
-	ip->saddr.raw = dev->ip;
-	ip->daddr.raw = dip;
-	udp->sport = rn_put16(sport);
-	udp->dport = rn_put16(RNIC_UDP_PORT);
-	udp->len = rn_put16(udp_len);
+	ipudp_header(ip, dev->ip, dip, sport, udp_len, join ? dev->txg[dev->nmsg - 1].nseg : 0);
 
 	rnic_icrc_put(pkt + hdr_len + paylen + pad, rnic_icrc_packet(ipudp, pkt, (size_t)hdr_len + paylen + pad));
 
@@ -902,9 +913,8 @@ static void raw_header(const struct rnic_dev *dev, const struct rnic_txgso *g, u
 	struct rnic_ipv4 *ip = (struct rnic_ipv4 *)(eth + ETH_HLEN);
 	struct rnic_udp *udp = (struct rnic_udp *)(ip + 1);
 	uint32_t udp_len = (uint32_t)sizeof(*udp) + data_len;
-	rn_be16 proto = rn_put16(RNIC_IPPROTO_UDP), ulen = rn_put16((uint16_t)udp_len);
 
-	memset(h, 0, RNIC_RAW_HDR_LEN);
+	memset(h, 0, VNET_HDR_LEN + ETH_HLEN);
 	vh->flags = VIRTIO_NET_HDR_F_NEEDS_CSUM;
 	vh->csum_start = ETH_HLEN + sizeof(*ip);
 	vh->csum_offset = offsetof(struct rnic_udp, check);
@@ -917,19 +927,9 @@ static void raw_header(const struct rnic_dev *dev, const struct rnic_txgso *g, u
 	memcpy(eth + ETH_ALEN, dev->mac, ETH_ALEN);
 	eth[2 * ETH_ALEN] = ETH_P_IP >> 8;
 	eth[2 * ETH_ALEN + 1] = ETH_P_IP & 0xff;
-	ip->ver_ihl = 0x45;
-	ip->tos = RNIC_ECN_ECT0;
-	ip->tot_len = rn_put16((uint16_t)(sizeof(*ip) + udp_len));
-	ip->frag_off = rn_put16(RNIC_IP_DF);
-	ip->ttl = RNIC_RAW_TTL;
-	ip->proto = RNIC_IPPROTO_UDP;
-	ip->saddr.raw = dev->ip;
-	ip->daddr.raw = g->dip;
+	ipudp_header(ip, dev->ip, g->dip, g->sport, udp_len, 0);
 	ip->check.raw = (uint16_t)~fold16(sum16(ip, sizeof(*ip), 0));
-	udp->sport = rn_put16(g->sport);
-	udp->dport = rn_put16(RNIC_UDP_PORT);
-	udp->len = ulen;
-	udp->check.raw = fold16(sum16(&ip->saddr, 8, proto.raw + ulen.raw));
+	udp->check.raw = fold16(sum16(&ip->saddr, 8, rn_put16(RNIC_IPPROTO_UDP).raw + udp->len.raw));
 }
 
 /* The sends that leave raw (rnic_net.c, "Raw transmit"): to a known
