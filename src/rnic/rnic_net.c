@@ -77,6 +77,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/csum.h"
 #include "rnic/rnic_loc.h"
 
 #define RNIC_RCVBUF   (32 << 20)
@@ -88,7 +89,7 @@
 #define RNIC_RING_BLOCK  (64u << 10)
 #define RNIC_RING_FRAMES 2048u   /* 4 MiB */
 #define RNIC_RING_SIZE   ((size_t)RNIC_RING_FRAME * RNIC_RING_FRAMES)
-#define RNIC_RAW_TTL     64      /* the kernel's default */
+#define RNIC_IP_TTL      64      /* the kernel's default */
 #define RNIC_RAW_MAX     3840    /* a raw send's frame, at most (in one page with headroom) */
 
 #ifndef PACKET_IGNORE_OUTGOING
@@ -308,6 +309,10 @@ int rnic_net_open(struct rnic_dev *dev)
 	if (!dev->rxbuf || !dev->rxseg || !dev->txbuf) {
 		rnic_net_close(dev);
 		return -ENOMEM;
+	}
+	for (int i = 0; i < RNIC_TX_BATCH; i++) {   /* a raw send's headers (raw_sends) */
+		dev->txsend[i][0].iov_base = dev->txraw[i];
+		dev->txsend[i][0].iov_len = RNIC_RAW_HDR_LEN;
 	}
 	for (int i = 0; i < RNIC_RX_BATCH; i++) {
 		dev->rxiov[i].iov_base = dev->rxbuf + (size_t)i * RNIC_RX_SLOT_ALIGNED;
@@ -797,7 +802,7 @@ static void ipudp_header(struct rnic_ipv4 *ip, uint32_t saddr, uint32_t dip, uin
 	ip->tot_len = rn_put16((uint16_t)(sizeof(*ip) + udp_len));
 	ip->id = rn_put16(id);
 	ip->frag_off = rn_put16(RNIC_IP_DF);
-	ip->ttl = RNIC_RAW_TTL;
+	ip->ttl = RNIC_IP_TTL;
 	ip->proto = RNIC_IPPROTO_UDP;
 	ip->saddr.raw = saddr;
 	ip->daddr.raw = dip;
@@ -868,8 +873,6 @@ void rnic_tx_put(struct rnic_dev *dev, struct rnic_txpkt *t, int hdr_len,
 			memcpy(g->mac, n->mac, ETH_ALEN);
 		}
 	}
-	dev->txsend[dev->nmsg][0].iov_base = dev->txraw[dev->nmsg];
-	dev->txsend[dev->nmsg][0].iov_len = RNIC_RAW_HDR_LEN;
 	dev->txsend[dev->nmsg][1].iov_base = pkt;
 	dev->txsend[dev->nmsg][1].iov_len = ulen;
 	memset(&dev->txm[dev->nmsg], 0, sizeof(dev->txm[0]));
@@ -878,27 +881,6 @@ void rnic_tx_put(struct rnic_dev *dev, struct rnic_txpkt *t, int hdr_len,
 	dev->txm[dev->nmsg].msg_hdr.msg_iov = &dev->txsend[dev->nmsg][1];
 	dev->txm[dev->nmsg].msg_hdr.msg_iovlen = 1;
 	dev->nmsg++;
-}
-
-/* The one's complement sum of len bytes (even) at p, as stored, not folded. */
-static uint32_t sum16(const void *p, size_t len, uint32_t sum)
-{
-	const uint8_t *b = p;
-
-	for (size_t i = 0; i < len; i += 2) {
-		uint16_t w;
-
-		memcpy(&w, b + i, 2);
-		sum += w;
-	}
-	return sum;
-}
-
-static uint16_t fold16(uint32_t sum)
-{
-	while (sum >> 16)
-		sum = (sum & 0xffff) + (sum >> 16);
-	return (uint16_t)sum;
 }
 
 /* A raw send's headers (rnic_net.c, "Raw transmit"), for data_len bytes of
@@ -928,8 +910,9 @@ static void raw_header(const struct rnic_dev *dev, const struct rnic_txgso *g, u
 	eth[2 * ETH_ALEN] = ETH_P_IP >> 8;
 	eth[2 * ETH_ALEN + 1] = ETH_P_IP & 0xff;
 	ipudp_header(ip, dev->ip, g->dip, g->sport, udp_len, 0);
-	ip->check.raw = (uint16_t)~fold16(sum16(ip, sizeof(*ip), 0));
-	udp->check.raw = fold16(sum16(&ip->saddr, 8, rn_put16(RNIC_IPPROTO_UDP).raw + udp->len.raw));
+	ip->check.raw = jk_csum(ip, sizeof(*ip));
+	udp->check.raw = jk_csum_fold_partial(jk_csum_pseudo(ntohl(dev->ip), ntohl(g->dip),
+							     RNIC_IPPROTO_UDP, udp_len));
 }
 
 /* The sends that leave raw (rnic_net.c, "Raw transmit"): to a known

@@ -1,7 +1,7 @@
 # src/verbs — the drop-in libibverbs.so.1 over the soft RNIC, and its
 # launcher jakiro-verbs.  Built without sanitizers whatever SAN says: it is
 # loaded into uninstrumented programs (Debian's perftest, ibverbs-utils).
-VERBS_SRCS   := $(wildcard src/verbs/*.c) $(RNIC_SRCS) src/util/units.c
+VERBS_SRCS   := $(wildcard src/verbs/*.c) $(RNIC_SRCS) $(RNIC_EXTRA_SRCS)
 VERBS_OBJS   := $(VERBS_SRCS:%.c=$(BUILD)/obj-pic/%.o)
 VERBS_LIB    := $(BUILD)/lib/verbs/libibverbs.so.1
 VERBS_CFLAGS := -std=c11 -D_GNU_SOURCE -g -O2 $(WARN) -Isrc -MMD -MP -fPIC -fvisibility=hidden
