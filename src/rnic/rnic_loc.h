@@ -39,7 +39,7 @@
 #define RNIC_WINDOW_MIN      256     /* ... but at least this many PSNs */
 #define RNIC_CWND_MIN        16      /* the loss window never below */
 #define RNIC_READ_WINDOW     512     /* PSNs of read responses in flight, at most
-				      * (four requests): the responder bursts
+				      * (two requests): the responder bursts
 				      * them at its pace */
 #define RNIC_ACKREQ_PKTS     64      /* AckReq at least every N packets (rxe) */
 #define RNIC_QP_BUDGET       64      /* packets per QP per progress call, and on
