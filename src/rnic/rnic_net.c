@@ -795,8 +795,8 @@ static uint8_t *stage(struct rnic_dev *dev, const struct rnic_txpkt *t, int hdr_
 }
 
 /* The IPv4 and UDP headers of a packet or send to dip of udp_len bytes of
- * UDP, exactly as the kernel's UDP socket sends them (the ICRC covers all
- * but TOS, TTL and the checksums, which are left 0 here). */
+ * UDP, exactly as the kernel's UDP socket sends them, less the checksums,
+ * left 0 here (the ICRC covers neither them nor TOS and TTL). */
 static void ipudp_header(struct rnic_ipv4 *ip, uint32_t saddr, uint32_t dip, uint16_t sport,
 			 uint32_t udp_len, uint16_t id)
 {

@@ -52,6 +52,20 @@ static int send_wr_to_rnic(const struct ibv_send_wr *w, struct rnic_send_wr *r,
 	return 0;
 }
 
+/* The application enters and leaves a call that runs the RNIC inline
+ * (ibv_post_send, ibv_poll_cq): the progress thread does not take over
+ * from a program in one (verbs_progress.c: grace_packet, stand_back). */
+static void drive_begin(struct verbs_ctx *ctx)
+{
+	atomic_fetch_add_explicit(&ctx->drive_entries, 1, memory_order_relaxed);
+	atomic_store_explicit(&ctx->in_drive, 1, memory_order_relaxed);
+}
+
+static void drive_end(struct verbs_ctx *ctx)
+{
+	atomic_store_explicit(&ctx->in_drive, 0, memory_order_relaxed);
+}
+
 int verbs_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
 {
 	struct verbs_ctx *ctx = to_vctx(ibqp->context);
@@ -74,16 +88,14 @@ int verbs_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send
 		}
 		if (n) {
 			/* its sends cross the kernel's whole path to the peer: a
-			 * program in here for tens of microseconds has not gone
-			 * away (verbs_progress.c: grace_packet, stand_back) */
-			atomic_fetch_add_explicit(&ctx->drive_entries, 1, memory_order_relaxed);
-			atomic_store_explicit(&ctx->in_drive, 1, memory_order_relaxed);
+			 * program in here for tens of microseconds has not gone away */
+			drive_begin(ctx);
 			pthread_mutex_lock(&ctx->lock);
 			int e = rnic_post_send(qp->rqp, r, &rbad);
 
 			verbs_progress_locked(ctx, rnic_now_ns(), 0);
 			pthread_mutex_unlock(&ctx->lock);
-			atomic_store_explicit(&ctx->in_drive, 0, memory_order_relaxed);
+			drive_end(ctx);
 			if (e) {
 				*bad = src[rbad - r];
 				return -e;
@@ -186,8 +198,7 @@ int verbs_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 	uint64_t now = rnic_now_ns();
 	int got = 0, armed;
 
-	atomic_fetch_add_explicit(&ctx->drive_entries, 1, memory_order_relaxed);
-	atomic_store_explicit(&ctx->in_drive, 1, memory_order_relaxed);
+	drive_begin(ctx);
 	if (pthread_mutex_trylock(&ctx->lock)) {
 		atomic_fetch_add_explicit(&ctx->app_lock_waits, 1, memory_order_relaxed);
 		pthread_mutex_lock(&ctx->lock);
@@ -210,7 +221,7 @@ int verbs_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 	}
 	armed = cq->armed;
 	pthread_mutex_unlock(&ctx->lock);
-	atomic_store_explicit(&ctx->in_drive, 0, memory_order_relaxed);
+	drive_end(ctx);
 	/* An empty poll of an armed CQ is a program's last look before it
 	 * sleeps on the channel (arm, poll once more for what came before the
 	 * arming, then wait: rsockets, the verbs man page's recipe): the thread

@@ -24,12 +24,13 @@ RNIC_FUZZ := build-fuzz/fuzz-rnic-rcv build-fuzz/fuzz-rnic-text build-fuzz/fuzz-
 fuzz: $(RNIC_FUZZ)
 
 RNIC_FUZZ_SRCS := $(wildcard src/rnic/*.c) $(RNIC_EXTRA_SRCS)
+RNIC_FUZZ_DEPS := $(RNIC_FUZZ_SRCS) $(wildcard src/rnic/*.h src/util/*.h src/core/csum.h)
 
-build-fuzz/fuzz-rnic-rcv: tests/rnic/fuzz-rnic-rcv.c tests/rnic/roce_frame.h $(RNIC_FUZZ_SRCS) $(wildcard src/rnic/*.h src/util/*.h src/core/csum.h)
+build-fuzz/fuzz-rnic-rcv: tests/rnic/fuzz-rnic-rcv.c tests/rnic/roce_frame.h $(RNIC_FUZZ_DEPS)
 	@mkdir -p $(dir $@)
 	clang $(RNIC_FUZZ_CFLAGS) $< $(RNIC_FUZZ_SRCS) -lpthread -o $@
 
-build-fuzz/fuzz-rnic-text: tests/rnic/fuzz-rnic-text.c src/tools/jk_exch.c $(RNIC_FUZZ_SRCS) $(wildcard src/rnic/*.h src/util/*.h src/core/csum.h)
+build-fuzz/fuzz-rnic-text: tests/rnic/fuzz-rnic-text.c src/tools/jk_exch.c $(RNIC_FUZZ_DEPS)
 	@mkdir -p $(dir $@)
 	clang $(RNIC_FUZZ_CFLAGS) $< src/tools/jk_exch.c $(RNIC_FUZZ_SRCS) -lpthread -o $@
 
