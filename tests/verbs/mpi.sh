@@ -37,6 +37,16 @@ else
 	not_ok "MPI ping-pong and allreduce over UCX rc_verbs"
 	tail -20 "$RN_TMP/mpi.out" | sed 's/^/#   /'
 fi
+# 100,000 B: above jakiro-verbs' UCX_ZCOPY_THRESH (64 KiB), below its
+# rendezvous (128 KiB), beyond one 65 KiB segment: an eager message sent
+# from the application's own buffer in two SENDs, each checked at the far end.
+mpi_run rc_v,self "$V" "$RN_TMP/mpi_pingpong" 200 100000 > "$RN_TMP/mpi-zcopy.out" 2>&1
+if grep -q "^mpi ok" "$RN_TMP/mpi-zcopy.out"; then
+	ok "MPI ping-pong of 100,000 B (eager, zero-copy, two SENDs; data checked) over UCX rc_verbs"
+else
+	not_ok "MPI ping-pong of 100,000 B (eager, zero-copy, two SENDs) over UCX rc_verbs"
+	tail -20 "$RN_TMP/mpi-zcopy.out" | sed 's/^/#   /'
+fi
 [ "$(grep -c 'tag(rc_verbs/jk_eth0:1)' "$RN_TMP/mpi.out")" -ge 2 ] &&
 	ok "both ranks' UCX endpoints use rc_verbs on jk_eth0:1" ||
 	{ not_ok "both ranks' UCX endpoints use rc_verbs on jk_eth0:1"; grep -E "ep_cfg|ERROR" "$RN_TMP/mpi.out" | head | sed 's/^/#   /'; }

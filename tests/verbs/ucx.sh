@@ -40,16 +40,16 @@ printf '%s\n' "$out" | grep -q "jk_eth0" && not_ok "without the launcher UCX see
 
 # --- the launcher's UCX defaults (src/verbs/jakiro-verbs), as UCX reads them --
 cfg() { ip netns exec "$NS1" env "$@" "$V" ucx_info -c -f 2>&1 |
-	grep -E '^UCX_(RNDV_THRESH|RC_VERBS_SEG_SIZE|RC_VERBS_RX_QUEUE_LEN)=' | sort | tr '\n' ' '; }
-want="UCX_RC_VERBS_RX_QUEUE_LEN=512 UCX_RC_VERBS_SEG_SIZE=64K UCX_RNDV_THRESH=128K "
+	grep -E '^UCX_(RNDV_THRESH|ZCOPY_THRESH|RC_VERBS_SEG_SIZE|RC_VERBS_RX_QUEUE_LEN)=' | sort | tr '\n' ' '; }
+want="UCX_RC_VERBS_RX_QUEUE_LEN=512 UCX_RC_VERBS_SEG_SIZE=65K UCX_RNDV_THRESH=128K UCX_ZCOPY_THRESH=64K "
 got=$(cfg)
-[ "$got" = "$want" ] && ok "jakiro-verbs: UCX takes its RC segment, receive queue and rendezvous defaults" ||
+[ "$got" = "$want" ] && ok "jakiro-verbs: UCX takes its RC segment, receive queue, zero-copy and rendezvous defaults" ||
 	not_ok "jakiro-verbs: UCX's defaults: want '$want', got '$got'"
-want="UCX_RC_VERBS_RX_QUEUE_LEN=4095 UCX_RC_VERBS_SEG_SIZE=16K UCX_RNDV_THRESH=1M "
-got=$(cfg UCX_IB_SEG_SIZE=16k UCX_RNDV_THRESH=1m)
-[ "$got" = "$want" ] && ok "jakiro-verbs: the user's UCX_IB_SEG_SIZE and UCX_RNDV_THRESH win (queue left to UCX)" ||
+want="UCX_RC_VERBS_RX_QUEUE_LEN=4095 UCX_RC_VERBS_SEG_SIZE=16K UCX_RNDV_THRESH=1M UCX_ZCOPY_THRESH=8K "
+got=$(cfg UCX_IB_SEG_SIZE=16k UCX_RNDV_THRESH=1m UCX_ZCOPY_THRESH=8k)
+[ "$got" = "$want" ] && ok "jakiro-verbs: the user's UCX_IB_SEG_SIZE, UCX_RNDV_THRESH and UCX_ZCOPY_THRESH win (queue left to UCX)" ||
 	not_ok "jakiro-verbs: the user's values: want '$want', got '$got'"
-want="UCX_RC_VERBS_RX_QUEUE_LEN=100 UCX_RC_VERBS_SEG_SIZE=64K UCX_RNDV_THRESH=128K "
+want="UCX_RC_VERBS_RX_QUEUE_LEN=100 UCX_RC_VERBS_SEG_SIZE=65K UCX_RNDV_THRESH=128K UCX_ZCOPY_THRESH=64K "
 got=$(cfg UCX_RC_VERBS_RX_QUEUE_LEN=100)
 [ "$got" = "$want" ] && ok "jakiro-verbs: the user's UCX_RC_VERBS_RX_QUEUE_LEN wins" ||
 	not_ok "jakiro-verbs: the user's queue length: want '$want', got '$got'"
