@@ -9,14 +9,27 @@
  *   NAK inv/acc/op   ACK psn-1, the WQE at psn fails, QP to ERR
  *   read response    data for the READ at comp.psn; the first response of
  *                    a READ also acknowledges the SEND/WRITEs before it
- *   timer            nothing acknowledged for timeout: resend from
- *                    comp.psn; retry_cnt times, then RETRY_EXC_ERR
+ *   timer            nothing acknowledged for the retransmit timeout:
+ *                    resend from comp.psn; retry_cnt times, then
+ *                    RETRY_EXC_ERR
  *
  * comp.psn only moves past a READ's PSNs when its responses arrived; an
  * ACK beyond a READ whose responses are missing means they were lost.
  * A gap in responses triggers one go-back-N per PSN (gbn_armed) until
  * something new arrives, so a burst of stale packets does not cause a
  * burst of retransmissions.
+ *
+ * The retransmit timeout adapts, as RNICs' adaptive retransmission does:
+ * the QP's timeout attribute (4.096 us x 2^timeout, 67 ms at perftest's
+ * 14) is the longest it waits; once an ACK has been timed it waits the
+ * measured round trip, srtt + 4 rttvar (RFC 6298, one AckReq packet timed
+ * at a time, none across a retransmission: Karn), at least
+ * RNIC_RTO_MIN_NS, doubled on each timeout in a row up to the attribute.
+ * Only a timeout at the attribute's length counts against retry_cnt, so a
+ * QP gives up no sooner than the attribute says.  A loss whose go-back-N
+ * is lost too (the responder NAKs a gap once) or a lost tail waits the
+ * round trip, not the attribute: through a lossy vSwitch, 47 timeouts of
+ * 67 ms took all of a 3 s run.
  */
 #include "rnic/rnic_loc.h"
 
@@ -77,19 +90,74 @@ static int outstanding(const struct rnic_qp *qp)
 	return qp->sq_tail != qp->req.sent_idx;
 }
 
-/* Loss window: halved on a loss, regrown by a quarter of what is acked.
+/* Loss window: halved on a loss; below the window it was halved to it
+ * regrows by a quarter of what is acked, above it by one PSN per window
+ * acked (TCP's congestion avoidance), so a path that drops (a vSwitch's
+ * socket queue) is probed a packet per round trip, not a quarter.
  * The rate hears of it too (rnic_dcqcn_on_loss: cut on a path that marks). */
 static void cwnd_loss(struct rnic_qp *qp)
 {
 	rnic_dcqcn_on_loss(&qp->rp, &qp->dev->dcqcn, qp->dev->now_ns);
 	qp->cwnd = qp->cwnd / 2 > RNIC_CWND_MIN ? qp->cwnd / 2 : RNIC_CWND_MIN;
+	qp->ssthresh = qp->cwnd;
+	qp->cwnd_acked = 0;
 }
 
 static void cwnd_grow(struct rnic_qp *qp, uint32_t acked)
 {
 	uint32_t add = acked / 4 ? acked / 4 : 1;
 
+	if (qp->ssthresh && qp->cwnd >= qp->ssthresh) {
+		qp->cwnd_acked += acked;
+		add = qp->cwnd_acked / qp->cwnd;
+		qp->cwnd_acked -= add * qp->cwnd;
+	}
 	qp->cwnd = qp->cwnd + add < qp->window ? qp->cwnd + add : qp->window;
+}
+
+/* An ACK (or response) up to comp.psn: the timed packet's round trip is a
+ * sample when comp.psn passed it. */
+static void rtt_sample(struct rnic_qp *qp, uint64_t now_ns)
+{
+	uint64_t r, d;
+
+	if (!qp->comp.rtt_sent_ns || psn_compare(qp->comp.psn, qp->comp.rtt_psn) <= 0)
+		return;
+	r = now_ns > qp->comp.rtt_sent_ns ? now_ns - qp->comp.rtt_sent_ns : 0;
+	qp->comp.rtt_sent_ns = 0;
+	if (!qp->comp.srtt_ns) {
+		qp->comp.srtt_ns = r ? r : 1;
+		qp->comp.rttvar_ns = r / 2;
+		return;
+	}
+	d = r > qp->comp.srtt_ns ? r - qp->comp.srtt_ns : qp->comp.srtt_ns - r;
+	qp->comp.rttvar_ns = (3 * qp->comp.rttvar_ns + d) / 4;
+	qp->comp.srtt_ns = (7 * qp->comp.srtt_ns + r) / 8;
+	if (!qp->comp.srtt_ns)
+		qp->comp.srtt_ns = 1;
+}
+
+uint64_t rnic_comp_rto(const struct rnic_qp *qp)
+{
+	uint64_t rto;
+
+	if (!qp->timeout_ns || !qp->comp.srtt_ns)
+		return qp->timeout_ns;          /* none, or nothing measured yet */
+	rto = qp->comp.srtt_ns + 4 * qp->comp.rttvar_ns;
+	if (rto < RNIC_RTO_MIN_NS)
+		rto = RNIC_RTO_MIN_NS;
+	for (unsigned i = 0; i < qp->comp.backoffs && rto < qp->timeout_ns; i++)
+		rto *= 2;
+	return rto < qp->timeout_ns ? rto : qp->timeout_ns;
+}
+
+/* The requester sent a new AckReq packet at psn: timed when none is. */
+void rnic_comp_sent(struct rnic_qp *qp, uint32_t psn, uint64_t now_ns)
+{
+	if (qp->comp.rtt_sent_ns)
+		return;
+	qp->comp.rtt_psn = psn;
+	qp->comp.rtt_sent_ns = now_ns ? now_ns : 1;
 }
 
 static void progress(struct rnic_qp *qp, uint64_t now_ns)
@@ -97,7 +165,9 @@ static void progress(struct rnic_qp *qp, uint64_t now_ns)
 	qp->comp.retry_left = qp->attr.retry_cnt;
 	qp->comp.rnr_left = qp->attr.rnr_retry;
 	qp->comp.gbn_armed = 0;
-	qp->comp.deadline = outstanding(qp) && qp->timeout_ns ? now_ns + qp->timeout_ns : 0;
+	qp->comp.backoffs = 0;
+	rtt_sample(qp, now_ns);
+	qp->comp.deadline = outstanding(qp) && qp->timeout_ns ? now_ns + rnic_comp_rto(qp) : 0;
 }
 
 /* Resends from psn, once per PSN until progress is made. */
@@ -378,17 +448,23 @@ void rnic_comp_timer(struct rnic_qp *qp, uint64_t now_ns)
 		qp->comp.deadline = 0;
 		return;
 	}
-	if (qp->comp.retry_left <= 0) {
-		rnic_qp_error(qp, RNIC_WC_RETRY_EXC_ERR);
-		return;
+	if (rnic_comp_rto(qp) < qp->timeout_ns) {
+		/* the measured round trip ran out: resend, wait twice as long */
+		qp->dev->cnt.timeouts_early++;
+		qp->comp.backoffs++;
+	} else {
+		if (qp->comp.retry_left <= 0) {
+			rnic_qp_error(qp, RNIC_WC_RETRY_EXC_ERR);
+			return;
+		}
+		qp->comp.retry_left--;
+		qp->dev->cnt.timeouts++;
 	}
-	qp->comp.retry_left--;
-	qp->dev->cnt.timeouts++;
 	rnic_net_forget(qp->dev, qp->dip);   /* the peer may have moved: ask the kernel */
 	cwnd_loss(qp);
 	rnic_trace(qp->dev, "qp %#x: timeout, resend from psn %#x (req %#x max %#x), %d retries left\n",
 		   qp->qpn, qp->comp.psn, qp->req.psn, qp->req.max_psn, qp->comp.retry_left);
 	qp->comp.gbn_armed = 0;
 	rnic_req_rewind(qp, qp->comp.psn, 1);
-	qp->comp.deadline = now_ns + qp->timeout_ns;
+	qp->comp.deadline = now_ns + rnic_comp_rto(qp);
 }

@@ -45,6 +45,7 @@
 #define RNIC_QP_BUDGET       64      /* packets per QP per progress call, and on
 				      * while its send grows (rnic_qp_may_send) */
 #define RNIC_ACK_HOLD_NS     20000ull /* an ACK waits this long for our answer */
+#define RNIC_RTO_MIN_NS      4000000ull /* the measured retransmit timeout never below */
 #define RNIC_RX_BATCH        64
 #define RNIC_RX_ROUNDS       4       /* receive batches per progress call */
 #define RNIC_TX_BATCH        256     /* packets queued before a flush: a QP's
@@ -156,6 +157,8 @@ struct rnic_qp {
 	uint64_t timeout_ns;          /* retransmit timeout, 0 = none */
 	uint32_t window;              /* unacknowledged PSNs allowed, at most */
 	uint32_t cwnd;                /* ... now: halved on loss, regrown on ACKs */
+	uint32_t ssthresh;            /* cwnd after the last loss; 0: none yet */
+	uint32_t cwnd_acked;          /* PSNs acked toward the next +1 (above ssthresh) */
 
 	struct rnic_swqe *sq;
 	uint32_t sq_mask, sq_head, sq_tail;   /* head: next post; tail: oldest */
@@ -181,6 +184,11 @@ struct rnic_qp {
 		int rnr_left;
 		int gbn_armed;        /* went back to gbn_psn, waiting for it */
 		uint32_t gbn_psn;
+		uint32_t rtt_psn;     /* the AckReq packet being timed ... */
+		uint64_t rtt_sent_ns; /* ... sent then; 0: none */
+		uint64_t srtt_ns;     /* smoothed round trip (RFC 6298); 0: no sample */
+		uint64_t rttvar_ns;
+		uint8_t backoffs;     /* early timeouts since the last progress */
 	} comp;
 
 	struct {                      /* responder */
@@ -431,6 +439,8 @@ void rnic_req_rewind(struct rnic_qp *qp, uint32_t psn, int retx);
 /* rnic_comp.c */
 void rnic_comp_rcv(struct rnic_qp *qp, struct rnic_pkt *pkt, uint64_t now_ns);
 void rnic_comp_timer(struct rnic_qp *qp, uint64_t now_ns);
+void rnic_comp_sent(struct rnic_qp *qp, uint32_t psn, uint64_t now_ns);
+uint64_t rnic_comp_rto(const struct rnic_qp *qp);
 void rnic_comp_send_wc(struct rnic_qp *qp, struct rnic_swqe *w,
 		       enum rnic_wc_status status, int force);
 

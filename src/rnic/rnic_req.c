@@ -110,6 +110,8 @@ static int send_data(struct rnic_qp *qp, struct rnic_swqe *w, uint64_t now_ns)
 		return -EINVAL;
 	rnic_tx_put(dev, t, hl, npay, plen, qp->dip);
 	account(qp, (uint32_t)hl + plen, plen, now_ns);
+	if (f.ackreq && psn_compare(f.psn, qp->req.max_psn) >= 0)
+		rnic_comp_sent(qp, f.psn, now_ns);
 
 	sent_psns(qp, 1);
 	qp->req.off += plen;
@@ -232,6 +234,8 @@ static int send_read(struct rnic_qp *qp, struct rnic_swqe *w, uint64_t now_ns)
 		return -EINVAL;
 	rnic_tx_put(dev, t, hl, 0, 0, qp->dip);
 	account(qp, (uint32_t)hl, 0, now_ns);
+	if (psn_compare(f.psn, qp->req.max_psn) >= 0)
+		rnic_comp_sent(qp, f.psn, now_ns);
 
 	sent_psns(qp, pkts_for(chunk, qp->mtu));
 	qp->req.noack = 0;
@@ -341,7 +345,7 @@ int rnic_req_tx(struct rnic_qp *qp, uint64_t now_ns, int budget)
 		}
 		sent++;
 		if (!qp->comp.deadline && qp->timeout_ns)
-			qp->comp.deadline = now_ns + qp->timeout_ns;
+			qp->comp.deadline = now_ns + rnic_comp_rto(qp);
 	}
 	return sent;
 }
@@ -371,6 +375,7 @@ found:
 	qp->req.noack = 0;
 	if (retx) {
 		qp->req.rd_out = 0;
+		qp->comp.rtt_sent_ns = 0;       /* no round trip across a resend (Karn) */
 		qp->retransmits++;
 		qp->dev->cnt.retransmits++;
 	}

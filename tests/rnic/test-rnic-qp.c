@@ -623,6 +623,106 @@ static void test_retry_exhausted(void **state)
 	assert_true(c.drop_unknown_qp >= 3);
 }
 
+/* The retransmit timeout adapts (rnic_comp.c): the QP's attribute until a
+ * round trip was measured, then srtt + 4 rttvar but at least
+ * RNIC_RTO_MIN_NS, doubled per timeout in a row, never past the attribute. */
+static void test_rto_from_round_trips(void **state)
+{
+	struct env *e = *state;
+	struct rnic_qp *a;
+	const uint64_t attr = 4096ull << 14;                 /* timeout 14: 67 ms */
+
+	NEED_ENV(e);
+	a = e->a;
+	assert_int_equal(to_init(e->a, ALL_ACCESS), 0);
+	assert_int_equal(to_init(e->b, ALL_ACCESS), 0);
+	assert_int_equal(to_rtr(e, e->a, rnic_qp_num(e->b), 0xfffff0), 0);
+	assert_int_equal(to_rtr(e, e->b, rnic_qp_num(e->a), 0xfffffa), 0);
+	assert_int_equal(to_rts(e->a, 0xfffffa, 14, 7, 7), 0);   /* 67 ms */
+	assert_int_equal(to_rts(e->b, 0xfffff0, 14, 7, 7), 0);
+	assert_int_equal(a->comp.srtt_ns, 0);
+	assert_int_equal(rnic_comp_rto(a), attr);           /* nothing measured */
+	write_buf_checked(e, 0x11);
+	assert_true(a->comp.srtt_ns > 0);                   /* the write's ACK was timed */
+	assert_true(a->comp.srtt_ns < 5000000000ull);
+	a->comp.srtt_ns = 100000;                           /* 100 us */
+	a->comp.rttvar_ns = 10000;
+	assert_int_equal(rnic_comp_rto(a), RNIC_RTO_MIN_NS);
+	a->comp.srtt_ns = 3000000;                          /* 3 ms +- 1 */
+	a->comp.rttvar_ns = 1000000;
+	assert_int_equal(rnic_comp_rto(a), 7000000);
+	a->comp.backoffs = 3;
+	assert_int_equal(rnic_comp_rto(a), 56000000);
+	a->comp.backoffs = 4;
+	assert_int_equal(rnic_comp_rto(a), attr);           /* 112 ms: the attribute's */
+	a->comp.backoffs = 0;
+	a->timeout_ns = 0;                                  /* timeout 0: none */
+	assert_int_equal(rnic_comp_rto(a), 0);
+}
+
+/* A QP whose packets are lost after it measured a short round trip resends
+ * after the measured timeout, not the attribute's 67 ms; those early
+ * timeouts do not count against retry_cnt, so it gives up no sooner than
+ * the attribute says: here 4, 8, 16, 32, 64 ms early, then one timeout at
+ * the attribute (retry_cnt 1), then the error. */
+static void test_early_timeouts_spare_retries(void **state)
+{
+	struct env *e = *state;
+	struct rnic_counters c;
+	struct rnic_wc wc[1];
+	uint64_t now = rnic_now_ns(), t0, end = now + 5000000000ull;
+	int got = 0;
+
+	NEED_ENV(e);
+	/* a talks to a QP that does not exist: nothing is acknowledged */
+	assert_int_equal(to_init(e->a, ALL_ACCESS), 0);
+	assert_int_equal(to_rtr(e, e->a, rnic_qp_num(e->b) + 100, 0), 0);
+	assert_int_equal(to_rts(e->a, 0, 14, 1, 7), 0);     /* 67 ms, 1 retry */
+	e->a->comp.srtt_ns = 100000;                        /* as if measured: 100 us */
+	e->a->comp.rttvar_ns = 10000;
+	post_send(e->a, RNIC_WR_RDMA_WRITE, e->ba, 100, rnic_mr_lkey(e->ma), 0x1000, 1, 1);
+	rnic_progress(e->dev, now);
+	t0 = now;
+	assert_int_equal(e->a->comp.deadline, t0 + RNIC_RTO_MIN_NS);
+	while (!got && rnic_now_ns() < end) {
+		uint64_t due = rnic_next_due(e->dev, now);
+
+		if (due > now && due != UINT64_MAX)
+			now = due;                              /* the test's clock jumps */
+		rnic_progress(e->dev, now);
+		got = rnic_poll_cq(e->cq, 1, wc);
+		assert_true(got >= 0);
+	}
+	assert_int_equal(got, 1);
+	assert_int_equal(wc[0].status, RNIC_WC_RETRY_EXC_ERR);
+	rnic_get_counters(e->dev, &c);
+	assert_int_equal(c.timeouts_early, 5);
+	assert_int_equal(c.timeouts, 1);
+	assert_int_equal(c.retransmits, 6);
+	/* 4 + 8 + 16 + 32 + 64 ms early, then 67 ms twice */
+	assert_true(now - t0 >= (124000000ull + 2 * (4096ull << 14)));
+}
+
+/* After a loss the window regrows by one PSN per window acknowledged above
+ * the size it was halved to (not by a quarter of each ACK): a path that
+ * drops is probed gently.  A 64 KiB WRITE at path MTU 1024 is 64 PSNs:
+ * 32 of them grow the window of 32 to 33; 128 are 32 + 33 + 34 and more. */
+static void test_window_regrows_additively(void **state)
+{
+	struct env *e = *state;
+
+	NEED_ENV(e);
+	connect_pair(e, ALL_ACCESS, 7);
+	e->a->cwnd = e->a->ssthresh = 32;                   /* as after losses */
+	write_buf_checked(e, 0x21);
+	assert_int_equal(e->a->cwnd, 33);
+	write_buf_checked(e, 0x22);
+	assert_int_equal(e->a->cwnd, 35);
+	e->a->ssthresh = 0;                                 /* no loss yet: a quarter per ACK */
+	write_buf_checked(e, 0x23);
+	assert_true(e->a->cwnd >= 35 + 12);
+}
+
 /* A loss window (after losses) smaller than the AckReq interval
  * (RNIC_ACKREQ_PKTS): the window must still ask for ACKs, or every window
  * waits out the retransmit timer (4 ms here; 64 KiB took 3 timeouts). */
@@ -965,6 +1065,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_rnr_retry_exhausted, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_retry_exhausted, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_small_window_acks, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_rto_from_round_trips, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_early_timeouts_spare_retries, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_window_regrows_additively, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_ack_joins_answer, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bulk_frames, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_read_requests_in_flight, setup, teardown),
