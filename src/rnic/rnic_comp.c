@@ -19,6 +19,14 @@
  * something new arrives, so a burst of stale packets does not cause a
  * burst of retransmissions.
  *
+ * The timer runs from the last AckReq packet sent while what it asked for
+ * is unacknowledged (that packet; a READ request's last response): an ACK
+ * only ever answers an AckReq, so packets after an ACKed
+ * AckReq are not waited for until one of them asks (the last of a message,
+ * the one that fills the window, every ackreq_every()), so a QP paced at
+ * 10 Mbit/s, whose next AckReq leaves 13 ms after the last ACK, does not
+ * time out in between.
+ *
  * The retransmit timeout adapts, as RNICs' adaptive retransmission does:
  * the QP's timeout attribute (4.096 us x 2^timeout, 67 ms at perftest's
  * 14) is the longest it waits; once an ACK has been timed it waits the
@@ -151,13 +159,28 @@ uint64_t rnic_comp_rto(const struct rnic_qp *qp)
 	return rto < qp->timeout_ns ? rto : qp->timeout_ns;
 }
 
-/* The requester sent a new AckReq packet at psn: timed when none is. */
-void rnic_comp_sent(struct rnic_qp *qp, uint32_t psn, uint64_t now_ns)
+/* The timer: from the last AckReq packet, while it is unacknowledged. */
+static void arm(struct rnic_qp *qp)
 {
-	if (qp->comp.rtt_sent_ns)
-		return;
-	qp->comp.rtt_psn = psn;
-	qp->comp.rtt_sent_ns = now_ns ? now_ns : 1;
+	int asking = outstanding(qp) && qp->comp.asked_ns &&
+		     psn_compare(qp->comp.asked_psn, qp->comp.psn) >= 0;
+
+	qp->comp.deadline = asking && qp->timeout_ns ? qp->comp.asked_ns + rnic_comp_rto(qp) : 0;
+}
+
+/* The requester sent an AckReq packet at psn that is answered up to
+ * last_psn (a READ request: its last response; else psn itself); is_new:
+ * never sent before, so its round trip may be timed, one at a time. */
+void rnic_comp_asked(struct rnic_qp *qp, uint32_t psn, uint32_t last_psn, int is_new,
+		     uint64_t now_ns)
+{
+	qp->comp.asked_psn = last_psn;
+	qp->comp.asked_ns = now_ns ? now_ns : 1;
+	if (is_new && !qp->comp.rtt_sent_ns) {
+		qp->comp.rtt_psn = psn;
+		qp->comp.rtt_sent_ns = qp->comp.asked_ns;
+	}
+	arm(qp);
 }
 
 static void progress(struct rnic_qp *qp, uint64_t now_ns)
@@ -167,7 +190,7 @@ static void progress(struct rnic_qp *qp, uint64_t now_ns)
 	qp->comp.gbn_armed = 0;
 	qp->comp.backoffs = 0;
 	rtt_sample(qp, now_ns);
-	qp->comp.deadline = outstanding(qp) && qp->timeout_ns ? now_ns + rnic_comp_rto(qp) : 0;
+	arm(qp);
 }
 
 /* Resends from psn, once per PSN until progress is made. */
@@ -466,5 +489,5 @@ void rnic_comp_timer(struct rnic_qp *qp, uint64_t now_ns)
 		   qp->qpn, qp->comp.psn, qp->req.psn, qp->req.max_psn, qp->comp.retry_left);
 	qp->comp.gbn_armed = 0;
 	rnic_req_rewind(qp, qp->comp.psn, 1);
-	qp->comp.deadline = now_ns + rnic_comp_rto(qp);
+	qp->comp.deadline = now_ns + rnic_comp_rto(qp);   /* until the resend asks */
 }

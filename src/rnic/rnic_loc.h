@@ -184,6 +184,8 @@ struct rnic_qp {
 		int rnr_left;
 		int gbn_armed;        /* went back to gbn_psn, waiting for it */
 		uint32_t gbn_psn;
+		uint32_t asked_psn;   /* the last AckReq packet sent ... */
+		uint64_t asked_ns;    /* ... then: the timer runs from it */
 		uint32_t rtt_psn;     /* the AckReq packet being timed ... */
 		uint64_t rtt_sent_ns; /* ... sent then; 0: none */
 		uint64_t srtt_ns;     /* smoothed round trip (RFC 6298); 0: no sample */
@@ -439,7 +441,8 @@ void rnic_req_rewind(struct rnic_qp *qp, uint32_t psn, int retx);
 /* rnic_comp.c */
 void rnic_comp_rcv(struct rnic_qp *qp, struct rnic_pkt *pkt, uint64_t now_ns);
 void rnic_comp_timer(struct rnic_qp *qp, uint64_t now_ns);
-void rnic_comp_sent(struct rnic_qp *qp, uint32_t psn, uint64_t now_ns);
+void rnic_comp_asked(struct rnic_qp *qp, uint32_t psn, uint32_t last_psn, int is_new,
+		     uint64_t now_ns);
 uint64_t rnic_comp_rto(const struct rnic_qp *qp);
 void rnic_comp_send_wc(struct rnic_qp *qp, struct rnic_swqe *w,
 		       enum rnic_wc_status status, int force);

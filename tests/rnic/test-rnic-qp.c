@@ -703,6 +703,33 @@ static void test_early_timeouts_spare_retries(void **state)
 	assert_true(now - t0 >= (124000000ull + 2 * (4096ull << 14)));
 }
 
+/* The timer runs from the last AckReq packet: a QP paced at 10 Mbit/s
+ * sends a 64 KiB WRITE (64 packets, one AckReq, the last) over ~55 ms of
+ * the test's clock with a measured timeout of 4 ms, and none runs out
+ * (it did while the timer ran from the first packet). */
+static void test_paced_qp_waits_for_its_ackreq(void **state)
+{
+	struct env *e = *state;
+	struct rnic_dcqcn_params pacing;
+	struct rnic_counters c;
+
+	NEED_ENV(e);
+	pacing = e->dev->dcqcn;
+	pacing.enabled = 1;
+	pacing.line_rate = 10000000;
+	pacing.min_rate = 1000000;
+	assert_int_equal(rnic_set_dcqcn(e->dev, &pacing), 0);
+	connect_pair(e, ALL_ACCESS, 7);
+	e->a->comp.srtt_ns = 100000;                        /* as if measured: 100 us */
+	e->a->comp.rttvar_ns = 10000;
+	assert_int_equal(rnic_comp_rto(e->a), RNIC_RTO_MIN_NS);
+	write_buf_checked(e, 0x31);
+	rnic_get_counters(e->dev, &c);
+	assert_int_equal(c.timeouts_early, 0);
+	assert_int_equal(c.timeouts, 0);
+	assert_int_equal(c.retransmits, 0);
+}
+
 /* After a loss the window regrows by one PSN per window acknowledged above
  * the size it was halved to (not by a quarter of each ACK): a path that
  * drops is probed gently.  A 64 KiB WRITE at path MTU 1024 is 64 PSNs:
@@ -1068,6 +1095,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_rto_from_round_trips, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_early_timeouts_spare_retries, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_window_regrows_additively, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_paced_qp_waits_for_its_ackreq, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_ack_joins_answer, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bulk_frames, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_read_requests_in_flight, setup, teardown),
