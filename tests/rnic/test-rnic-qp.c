@@ -648,12 +648,12 @@ static void test_rto_from_round_trips(void **state)
 	a->comp.srtt_ns = 100000;                           /* 100 us */
 	a->comp.rttvar_ns = 10000;
 	assert_int_equal(rnic_comp_rto(a), RNIC_RTO_MIN_NS);
-	a->comp.srtt_ns = 3000000;                          /* 3 ms +- 1 */
-	a->comp.rttvar_ns = 1000000;
-	assert_int_equal(rnic_comp_rto(a), 7000000);
-	a->comp.backoffs = 3;
+	a->comp.srtt_ns = 6000000;                          /* 6 ms +- 2 */
+	a->comp.rttvar_ns = 2000000;
+	assert_int_equal(rnic_comp_rto(a), 14000000);
+	a->comp.backoffs = 2;
 	assert_int_equal(rnic_comp_rto(a), 56000000);
-	a->comp.backoffs = 4;
+	a->comp.backoffs = 3;
 	assert_int_equal(rnic_comp_rto(a), attr);           /* 112 ms: the attribute's */
 	a->comp.backoffs = 0;
 	a->timeout_ns = 0;                                  /* timeout 0: none */
@@ -663,8 +663,8 @@ static void test_rto_from_round_trips(void **state)
 /* A QP whose packets are lost after it measured a short round trip resends
  * after the measured timeout, not the attribute's 67 ms; those early
  * timeouts do not count against retry_cnt, so it gives up no sooner than
- * the attribute says: here 4, 8, 16, 32, 64 ms early, then one timeout at
- * the attribute (retry_cnt 1), then the error. */
+ * the attribute says: here 10, 20 and 40 ms early, then one timeout at the
+ * attribute (retry_cnt 1), then the error. */
 static void test_early_timeouts_spare_retries(void **state)
 {
 	struct env *e = *state;
@@ -696,17 +696,17 @@ static void test_early_timeouts_spare_retries(void **state)
 	assert_int_equal(got, 1);
 	assert_int_equal(wc[0].status, RNIC_WC_RETRY_EXC_ERR);
 	rnic_get_counters(e->dev, &c);
-	assert_int_equal(c.timeouts_early, 5);
+	assert_int_equal(c.timeouts_early, 3);
 	assert_int_equal(c.timeouts, 1);
-	assert_int_equal(c.retransmits, 6);
-	/* 4 + 8 + 16 + 32 + 64 ms early, then 67 ms twice */
-	assert_true(now - t0 >= (124000000ull + 2 * (4096ull << 14)));
+	assert_int_equal(c.retransmits, 4);
+	/* 10 + 20 + 40 ms early, then 67 ms twice */
+	assert_true(now - t0 >= (70000000ull + 2 * (4096ull << 14)));
 }
 
 /* The timer runs from the last AckReq packet: a QP paced at 10 Mbit/s
- * sends a 64 KiB WRITE (64 packets, one AckReq, the last) over ~55 ms of
- * the test's clock with a measured timeout of 4 ms, and none runs out
- * (it did while the timer ran from the first packet). */
+ * sends a 64 KiB WRITE (64 packets, one AckReq, the last) over ~50 ms of
+ * the test's clock with a timeout of 4 ms (its attribute, 10), and none
+ * runs out (it did while the timer ran from the first packet). */
 static void test_paced_qp_waits_for_its_ackreq(void **state)
 {
 	struct env *e = *state;
@@ -720,9 +720,7 @@ static void test_paced_qp_waits_for_its_ackreq(void **state)
 	pacing.min_rate = 1000000;
 	assert_int_equal(rnic_set_dcqcn(e->dev, &pacing), 0);
 	connect_pair(e, ALL_ACCESS, 7);
-	e->a->comp.srtt_ns = 100000;                        /* as if measured: 100 us */
-	e->a->comp.rttvar_ns = 10000;
-	assert_int_equal(rnic_comp_rto(e->a), RNIC_RTO_MIN_NS);
+	assert_int_equal(rnic_comp_rto(e->a), 4096ull << 10);
 	write_buf_checked(e, 0x31);
 	rnic_get_counters(e->dev, &c);
 	assert_int_equal(c.timeouts_early, 0);
