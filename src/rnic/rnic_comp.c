@@ -33,11 +33,9 @@
  * measured round trip, srtt + 4 rttvar (RFC 6298, one AckReq packet timed
  * at a time, none across a retransmission: Karn), at least
  * RNIC_RTO_MIN_NS, doubled on each timeout in a row up to the attribute.
- * Only a timeout at the attribute's length counts against retry_cnt and
- * halves the loss window, so a QP gives up no sooner than the attribute
- * says, and a delay that outlived the measured timeout (jakirod's own
- * datapath, two busy cores: spikes past 4 ms) costs one resent window, not
- * the window's size.  A loss whose go-back-N
+ * Only a timeout at the attribute's length counts against retry_cnt, so a
+ * QP gives up no sooner than the attribute says.  The floor is 10 ms: with
+ * 4 ms, delays on jakirod's own datapath (two busy cores) outlived it.  A loss whose go-back-N
  * is lost too (the responder NAKs a gap once) or a lost tail waits the
  * round trip, not the attribute: through a lossy vSwitch, 47 timeouts of
  * 67 ms took all of a 3 s run.
@@ -485,9 +483,9 @@ void rnic_comp_timer(struct rnic_qp *qp, uint64_t now_ns)
 		}
 		qp->comp.retry_left--;
 		qp->dev->cnt.timeouts++;
-		cwnd_loss(qp);
 	}
 	rnic_net_forget(qp->dev, qp->dip);   /* the peer may have moved: ask the kernel */
+	cwnd_loss(qp);
 	rnic_trace(qp->dev, "qp %#x: timeout, resend from psn %#x (req %#x max %#x), %d retries left\n",
 		   qp->qpn, qp->comp.psn, qp->req.psn, qp->req.max_psn, qp->comp.retry_left);
 	qp->comp.gbn_armed = 0;
