@@ -20,12 +20,12 @@
  * burst of retransmissions.
  *
  * The timer runs from the last AckReq packet sent while what it asked for
- * is unacknowledged (that packet; a READ request's last response): an ACK
- * only ever answers an AckReq, so packets after an ACKed
- * AckReq are not waited for until one of them asks (the last of a message,
- * the one that fills the window, every ackreq_every()), so a QP paced at
- * 10 Mbit/s, whose next AckReq leaves 13 ms after the last ACK, does not
- * time out in between.
+ * is unacknowledged (that packet; a READ request's last response).  An ACK
+ * only ever answers an AckReq, so packets after an acknowledged one are
+ * not waited for until one of them asks (the last of a message, the one
+ * that fills the window, every ackreq_every()): a QP paced at 10 Mbit/s,
+ * whose next AckReq leaves 13 ms after the last ACK, does not time out in
+ * between.
  *
  * The retransmit timeout adapts, as RNICs' adaptive retransmission does:
  * the QP's timeout attribute (4.096 us x 2^timeout, 67 ms at perftest's
@@ -35,10 +35,10 @@
  * RNIC_RTO_MIN_NS, doubled on each timeout in a row up to the attribute.
  * Only a timeout at the attribute's length counts against retry_cnt, so a
  * QP gives up no sooner than the attribute says.  The floor is 10 ms: with
- * 4 ms, delays on jakirod's own datapath (two busy cores) outlived it.  A loss whose go-back-N
- * is lost too (the responder NAKs a gap once) or a lost tail waits the
- * round trip, not the attribute: through a lossy vSwitch, 47 timeouts of
- * 67 ms took all of a 3 s run.
+ * 4 ms, delays on jakirod's own datapath (two busy cores) outlived it.  A
+ * loss whose go-back-N is lost too (the responder NAKs a gap once) or a
+ * lost tail waits the round trip, not the attribute: through a lossy
+ * vSwitch, 47 timeouts of 67 ms took all of a 3 s run.
  */
 #include "rnic/rnic_loc.h"
 
@@ -169,12 +169,14 @@ static void arm(struct rnic_qp *qp)
 	qp->comp.deadline = asking && qp->timeout_ns ? qp->comp.asked_ns + rnic_comp_rto(qp) : 0;
 }
 
-/* The requester sent an AckReq packet at psn that is answered up to
- * last_psn (a READ request: its last response; else psn itself); is_new:
- * never sent before, so its round trip may be timed, one at a time. */
-void rnic_comp_asked(struct rnic_qp *qp, uint32_t psn, uint32_t last_psn, int is_new,
-		     uint64_t now_ns)
+/* The requester is sending an AckReq packet at psn (before it counts it
+ * sent) that is answered up to last_psn (a READ request: its last
+ * response; else psn itself).  One never sent before may be timed, one
+ * at a time. */
+void rnic_comp_asked(struct rnic_qp *qp, uint32_t psn, uint32_t last_psn, uint64_t now_ns)
 {
+	int is_new = psn_compare(psn, qp->req.max_psn) >= 0;
+
 	qp->comp.asked_psn = last_psn;
 	qp->comp.asked_ns = now_ns ? now_ns : 1;
 	if (is_new && !qp->comp.rtt_sent_ns) {

@@ -442,8 +442,7 @@ void rnic_req_rewind(struct rnic_qp *qp, uint32_t psn, int retx);
 /* rnic_comp.c */
 void rnic_comp_rcv(struct rnic_qp *qp, struct rnic_pkt *pkt, uint64_t now_ns);
 void rnic_comp_timer(struct rnic_qp *qp, uint64_t now_ns);
-void rnic_comp_asked(struct rnic_qp *qp, uint32_t psn, uint32_t last_psn, int is_new,
-		     uint64_t now_ns);
+void rnic_comp_asked(struct rnic_qp *qp, uint32_t psn, uint32_t last_psn, uint64_t now_ns);
 uint64_t rnic_comp_rto(const struct rnic_qp *qp);
 void rnic_comp_send_wc(struct rnic_qp *qp, struct rnic_swqe *w,
 		       enum rnic_wc_status status, int force);

@@ -111,7 +111,7 @@ static int send_data(struct rnic_qp *qp, struct rnic_swqe *w, uint64_t now_ns)
 	rnic_tx_put(dev, t, hl, npay, plen, qp->dip);
 	account(qp, (uint32_t)hl + plen, plen, now_ns);
 	if (f.ackreq)
-		rnic_comp_asked(qp, f.psn, f.psn, psn_compare(f.psn, qp->req.max_psn) >= 0, now_ns);
+		rnic_comp_asked(qp, f.psn, f.psn, now_ns);
 
 	sent_psns(qp, 1);
 	qp->req.off += plen;
@@ -234,8 +234,7 @@ static int send_read(struct rnic_qp *qp, struct rnic_swqe *w, uint64_t now_ns)
 		return -EINVAL;
 	rnic_tx_put(dev, t, hl, 0, 0, qp->dip);
 	account(qp, (uint32_t)hl, 0, now_ns);
-	rnic_comp_asked(qp, f.psn, psn_add(f.psn, pkts_for(chunk, qp->mtu) - 1),
-			psn_compare(f.psn, qp->req.max_psn) >= 0, now_ns);
+	rnic_comp_asked(qp, f.psn, psn_add(f.psn, pkts_for(chunk, qp->mtu) - 1), now_ns);
 
 	sent_psns(qp, pkts_for(chunk, qp->mtu));
 	qp->req.noack = 0;
@@ -270,7 +269,7 @@ static int send_atomic(struct rnic_qp *qp, struct rnic_swqe *w, uint64_t now_ns)
 		return -EINVAL;
 	rnic_tx_put(qp->dev, t, hl, 0, 0, qp->dip);
 	account(qp, (uint32_t)hl, 0, now_ns);
-	rnic_comp_asked(qp, f.psn, f.psn, psn_compare(f.psn, qp->req.max_psn) >= 0, now_ns);
+	rnic_comp_asked(qp, f.psn, f.psn, now_ns);
 	sent_psns(qp, 1);
 	qp->req.noack = 0;
 	qp->req.rd_out++;
