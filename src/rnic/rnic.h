@@ -407,7 +407,7 @@ uint32_t rnic_srq_posted(const struct rnic_srq *srq);
 	X(rx_gso_frames)    X(drop_gso)         X(acks_joined)    X(rx_calls)   \
 	X(rx_calls_empty)   X(tx_calls)         X(rx_ring_frames) X(rx_copied_frames) \
 	X(drop_rx_full)      X(rx_errors)        X(tx_frames)        X(tx_raw_frames) \
-	X(timeouts_early)
+	X(timeouts_early)   X(ack_probes)
 
 struct rnic_counters {
 #define RNIC_CNT_FIELD(name) uint64_t name;

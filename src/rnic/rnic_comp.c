@@ -160,13 +160,22 @@ uint64_t rnic_comp_rto(const struct rnic_qp *qp)
 	return rto < qp->timeout_ns ? rto : qp->timeout_ns;
 }
 
-/* The timer: from the last AckReq packet, while it is unacknowledged. */
+/* Whether the last AckReq packet sent is unacknowledged. */
+static int asking(const struct rnic_qp *qp)
+{
+	return qp->comp.asked_ns && psn_compare(qp->comp.asked_psn, qp->comp.psn) >= 0;
+}
+
+/* The timer: from the last AckReq packet, while it is unacknowledged; else,
+ * while packets sent without AckReq are, the probe from the last of them. */
 static void arm(struct rnic_qp *qp)
 {
-	int asking = outstanding(qp) && qp->comp.asked_ns &&
-		     psn_compare(qp->comp.asked_psn, qp->comp.psn) >= 0;
-
-	qp->comp.deadline = asking && qp->timeout_ns ? qp->comp.asked_ns + rnic_comp_rto(qp) : 0;
+	if (!outstanding(qp))
+		qp->comp.deadline = 0;
+	else if (asking(qp))
+		qp->comp.deadline = qp->timeout_ns ? qp->comp.asked_ns + rnic_comp_rto(qp) : 0;
+	else
+		qp->comp.deadline = qp->comp.unasked_ns ? qp->comp.unasked_ns + RNIC_ACK_PROBE_NS : 0;
 }
 
 /* The requester is sending an AckReq packet at psn (before it counts it
@@ -183,6 +192,13 @@ void rnic_comp_asked(struct rnic_qp *qp, uint32_t psn, uint32_t last_psn, uint64
 		qp->comp.rtt_psn = psn;
 		qp->comp.rtt_sent_ns = qp->comp.asked_ns;
 	}
+	arm(qp);
+}
+
+/* The requester is sending a packet without AckReq. */
+void rnic_comp_unasked(struct rnic_qp *qp, uint64_t now_ns)
+{
+	qp->comp.unasked_ns = now_ns ? now_ns : 1;
 	arm(qp);
 }
 
@@ -466,12 +482,36 @@ void rnic_comp_rcv(struct rnic_qp *qp, struct rnic_pkt *pkt, uint64_t now_ns)
 		do_read_resp(qp, pkt, now_ns);
 }
 
+/* Packets sent without AckReq are unacknowledged and nothing after them
+ * asked: the last one goes again, asking (the responder acknowledges a
+ * duplicate, as rxe's does).  A lost tail is resent this way too.  Not a
+ * loss: no window cut, no retry spent.  A QP with more to send asks with
+ * what it sends (ackreq_every, the window) or is probed after it; a WQE
+ * with a bad key waits for this ACK to fail. */
+static void probe(struct rnic_qp *qp, uint64_t now_ns)
+{
+	if (qp->req.psn != qp->req.max_psn || rnic_req_sends_next(qp)) {
+		qp->comp.unasked_ns = now_ns;
+		arm(qp);
+		return;
+	}
+	qp->dev->cnt.ack_probes++;
+	rnic_trace(qp->dev, "qp %#x: probe: psn %#x again, asking (comp %#x)\n",
+		   qp->qpn, psn_add(qp->req.max_psn, BTH_PSN_MASK), qp->comp.psn);
+	rnic_req_rewind(qp, psn_add(qp->req.max_psn, BTH_PSN_MASK), 0);
+	qp->comp.deadline = 0;          /* armed again when it leaves, asking */
+}
+
 void rnic_comp_timer(struct rnic_qp *qp, uint64_t now_ns)
 {
 	if (qp->state != RNIC_QPS_RTS || !qp->comp.deadline || now_ns < qp->comp.deadline)
 		return;
 	if (!outstanding(qp)) {
 		qp->comp.deadline = 0;
+		return;
+	}
+	if (!asking(qp)) {
+		probe(qp, now_ns);
 		return;
 	}
 	if (rnic_comp_rto(qp) < qp->timeout_ns) {

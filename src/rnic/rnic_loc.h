@@ -45,6 +45,8 @@
 #define RNIC_QP_BUDGET       64      /* packets per QP per progress call, and on
 				      * while its send grows (rnic_qp_may_send) */
 #define RNIC_ACK_HOLD_NS     20000ull /* an ACK waits this long for our answer */
+#define RNIC_ACK_PROBE_NS    1000000ull /* packets nothing asked an ACK for: asked
+					 * for after this (rnic_comp_timer) */
 #define RNIC_RTO_MIN_NS      10000000ull /* the measured retransmit timeout never below
 					 * (4 ms: spurious on jakirod's own datapath) */
 #define RNIC_RX_BATCH        64
@@ -187,6 +189,7 @@ struct rnic_qp {
 		uint32_t gbn_psn;
 		uint32_t asked_psn;   /* the last AckReq packet sent ... */
 		uint64_t asked_ns;    /* ... then: the timer runs from it */
+		uint64_t unasked_ns;  /* the last packet sent without AckReq: then */
 		uint32_t rtt_psn;     /* the AckReq packet being timed ... */
 		uint64_t rtt_sent_ns; /* ... sent then; 0: none */
 		uint64_t srtt_ns;     /* smoothed round trip (RFC 6298); 0: no sample */
@@ -435,14 +438,17 @@ static inline int rnic_qp_may_send(const struct rnic_qp *qp, int sent, int budge
 /* rnic_req.c */
 int  rnic_req_tx(struct rnic_qp *qp, uint64_t now_ns, int budget);
 int  rnic_req_has_work(const struct rnic_qp *qp);
+int  rnic_req_sends_next(const struct rnic_qp *qp);
 /* Moves the send position to psn (a go-back-N when retx, else a forward
- * skip past what was acknowledged). */
+ * skip past what was acknowledged, or a probe's step back to the last
+ * packet sent). */
 void rnic_req_rewind(struct rnic_qp *qp, uint32_t psn, int retx);
 
 /* rnic_comp.c */
 void rnic_comp_rcv(struct rnic_qp *qp, struct rnic_pkt *pkt, uint64_t now_ns);
 void rnic_comp_timer(struct rnic_qp *qp, uint64_t now_ns);
 void rnic_comp_asked(struct rnic_qp *qp, uint32_t psn, uint32_t last_psn, uint64_t now_ns);
+void rnic_comp_unasked(struct rnic_qp *qp, uint64_t now_ns);
 uint64_t rnic_comp_rto(const struct rnic_qp *qp);
 void rnic_comp_send_wc(struct rnic_qp *qp, struct rnic_swqe *w,
 		       enum rnic_wc_status status, int force);

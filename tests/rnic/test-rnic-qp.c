@@ -974,6 +974,82 @@ static void test_ack_joins_answer(void **state)
 	assert_int_equal(c2.timeouts, 0);
 }
 
+static void post_send_flags(struct rnic_qp *qp, void *buf, uint32_t len, uint32_t lkey,
+			    uint64_t id, int flags)
+{
+	struct rnic_sge sg = { (uintptr_t)buf, len, lkey };
+	struct rnic_send_wr wr = { .wr_id = id, .sg_list = &sg, .num_sge = 1,
+				   .opcode = RNIC_WR_SEND, .send_flags = flags }, *bad;
+
+	assert_int_equal(rnic_post_send(qp, &wr, &bad), 0);
+}
+
+/* Unsignaled SENDs (UCX signals one in 64) do not ask for ACKs: the
+ * responder sends none, and in a ping-pong the answer leaves alone.  A
+ * signaled one asks, and its ACK completes everything before it.  A tail
+ * that nothing asked for is probed after RNIC_ACK_PROBE_NS: its last
+ * packet goes again, asking, the responder acknowledges the duplicate,
+ * and the send queue empties, without a retransmission or a window cut. */
+static void test_unsignaled_sends_ask_later(void **state)
+{
+	enum { N = 8 };
+	struct env *e = *state;
+	struct rnic_counters c0, c1;
+	uint64_t now = rnic_now_ns(), due;
+	uint32_t la = rnic_mr_lkey(e->ma), cwnd;
+	int nrecv = 0, nsend = 0;
+
+	NEED_ENV(e);
+	connect_pair(e, ALL_ACCESS, 7);
+	for (int i = 0; i < 2 * N + 1; i++)
+		post_recv(e->b, e->bb + 64 * i, 64, rnic_mr_lkey(e->mb), 100 + i);
+	rnic_get_counters(e->dev, &c0);
+	for (int i = 0; i < N; i++)
+		post_send_flags(e->a, e->ba, 8, la, i, 0);
+	run_at(e, now, N, 0, &nrecv, &nsend);
+	rnic_get_counters(e->dev, &c1);
+	assert_int_equal(c1.acks_tx - c0.acks_tx, 0);          /* nothing asked */
+	assert_int_equal(e->b->resp.ack_pending, 0);
+	assert_int_equal(e->a->sq_tail + N, e->a->sq_head);    /* all waiting */
+	due = e->a->comp.deadline;
+	assert_true(due > now && due <= now + RNIC_ACK_PROBE_NS);   /* the probe */
+
+	post_send_flags(e->a, e->ba, 8, la, 42, RNIC_SEND_SIGNALED);
+	run_at(e, now, N + 1, 1, &nrecv, &nsend);               /* its completion */
+	rnic_get_counters(e->dev, &c1);
+	assert_int_equal(c1.acks_tx - c0.acks_tx, 1);          /* one ACK for all */
+	assert_int_equal(e->a->sq_tail, e->a->sq_head);
+	assert_int_equal(e->a->comp.deadline, 0);
+
+	cwnd = e->a->cwnd;
+	for (int i = 0; i < N; i++)
+		post_send_flags(e->a, e->ba, 8, la, 50 + i, 0);
+	run_at(e, now, 2 * N + 1, 1, &nrecv, &nsend);
+	assert_int_equal(e->a->sq_tail + N, e->a->sq_head);
+	due = rnic_next_due(e->dev, now);
+	assert_int_equal(due, e->a->comp.deadline);            /* a sleeper wakes for it */
+	now = due;
+	{
+		uint64_t end = rnic_now_ns() + 5000000000ull;
+		struct pollfd p = { .fd = rnic_fd(e->dev), .events = POLLIN };
+
+		while (e->a->sq_tail != e->a->sq_head) {
+			assert_true(rnic_now_ns() < end);
+			rnic_progress(e->dev, now);
+			poll(&p, 1, 1);
+		}
+	}
+	rnic_get_counters(e->dev, &c1);
+	assert_int_equal(c1.ack_probes - c0.ack_probes, 1);
+	assert_int_equal(c1.dup_acked - c0.dup_acked, 1);
+	assert_int_equal(c1.acks_tx - c0.acks_tx, 2);
+	assert_int_equal(c1.retransmits - c0.retransmits, 0);
+	assert_int_equal(c1.timeouts + c1.timeouts_early, 0);
+	assert_int_equal(e->a->cwnd, cwnd);
+	assert_int_equal(e->a->comp.deadline, 0);
+	assert_int_equal(rnic_poll_cq(e->cq, 1, (struct rnic_wc[1]){ 0 }), 0);   /* no CQE */
+}
+
 /* Every frame of bulk data crosses the kernel, the datapath and the
  * receiver's stack whole, and costs as much as the bytes it carries through
  * an overlay: a 64 KiB WRITE at path MTU 1024 leaves as two UDP_SEGMENT
@@ -1095,6 +1171,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_window_regrows_additively, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_paced_qp_waits_for_its_ackreq, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_ack_joins_answer, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_unsignaled_sends_ask_later, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bulk_frames, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_read_requests_in_flight, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_ring_and_copied_frames_in_order, setup, teardown),
