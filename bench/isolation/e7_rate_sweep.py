@@ -27,6 +27,14 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import iso  # noqa: E402
 
 RATES = "10,30,100,300,1000,2000,4000"
+# --quick runs each point 5 s (measured 2.7 s) except at rates up to this,
+# which run the full 10 s (measured 5.7 s).  The DHTB lets a burst through
+# by design (docs/dhtb.md): the root's depth B, its floor -(B + ceiling) and
+# RDMA's debt ceiling (100 ms of the rate), 2B + ceiling in all: 256 KB at
+# 10 Mbit/s, 7.6 % of what 2.7 s carry there (the bound is 5 %; 3.6 % of
+# 5.7 s), 5.0 % at 30, 4.4 % from 100 on.  A sawtooth of DCQCN at 10
+# Mbit/s that crested in the short window failed the 1:1 point at 105.2 %.
+SLOW_MBPS = 30
 MIXES = [("rdma", 1, 1), ("tcp", 1, 1), ("1:1", 1, 1), ("3:1", 3, 1)]
 KEYS = {c: ("h2", "x2", "ingress", c) for c in ("rdma", "tcp")}
 
@@ -67,16 +75,17 @@ def run(outdir, quick=False, prefix="e7x", rates=RATES, mixes=""):
         samp = iso.Sampler(lab, ["h1", "h2"], os.path.join(outdir, "samples.csv"))
         port = 5301
         for rate in rate_list:
+            dr, sr = (10, 4) if quick and rate <= SLOW_MBPS else (d, settle)
             for mix, wr, wt in mix_list:
-                t0, codes = point(lab, samp, rate, mix, wr, wt, d, port)
-                runs.append((rate, mix, wr, wt, t0, codes))
+                t0, codes = point(lab, samp, rate, mix, wr, wt, dr, port)
+                runs.append((rate, mix, wr, wt, t0, dr, sr, codes))
                 port += 1
         samp.stop()
     data = iso.load(samp.path)
 
     rows, worst = [], {}
-    for rate, mix, wr, wt, t0, codes in runs:
-        got = {c: iso.mbps_between(data[KEYS[c]], t0 + settle, t0 + d - 0.3) for c in KEYS}
+    for rate, mix, wr, wt, t0, dr, sr, codes in runs:
+        got = {c: iso.mbps_between(data[KEYS[c]], t0 + sr, t0 + dr - 0.3) for c in KEYS}
         total = got["rdma"] + got["tcp"]
         rows.append((rate, mix, got, total))
         v.check(all(c == 0 for c in codes), "%d Mbit/s %s: traffic generators exited 0 (%s)" % (rate, mix, codes))
