@@ -545,6 +545,8 @@ void rnic_resp_flush(struct rnic_qp *qp, uint64_t now_ns, int requests_sent)
 ack:
 	if (requests_sent)
 		qp->resp.answers = 1;
+	if (!qp->resp.ack_pending)
+		qp->resp.ack_hold_until = 0;      /* a message that asked for none */
 	if (qp->resp.ack_pending && qp->resp.ack_hold_until) {
 		if (!requests_sent && now_ns < qp->resp.ack_hold_until && dev->hold_acks)
 			return;

@@ -1050,6 +1050,45 @@ static void test_unsignaled_sends_ask_later(void **state)
 	assert_int_equal(rnic_poll_cq(e->cq, 1, (struct rnic_wc[1]){ 0 }), 0);   /* no CQE */
 }
 
+/* A ping-pong of unsignaled messages, time passing between rounds, then a
+ * signaled ping: its ACK is held for the pong and joins it.  (A message
+ * that asked for no ACK left its hold behind; the signaled ping found it
+ * expired, its ACK left at once, before the pong, and holding stopped.) */
+static void test_ack_held_after_unsignaled_pings(void **state)
+{
+	enum { ROUNDS = 6 };
+	struct env *e = *state;
+	struct rnic_counters c0, c1;
+	uint64_t now = rnic_now_ns();
+	uint32_t la = rnic_mr_lkey(e->ma), lb = rnic_mr_lkey(e->mb);
+	int nrecv = 0, nsend = 0;
+
+	NEED_ENV(e);
+	connect_pair(e, ALL_ACCESS, 7);
+	for (int i = 0; i < 2 * ROUNDS + 2; i++) {
+		post_recv(e->a, e->ba + 4096, 64, la, 100 + i);
+		post_recv(e->b, e->bb + 4096, 64, lb, 200 + i);
+	}
+	for (int i = 0; i < ROUNDS; i++) {
+		post_send_flags(e->a, e->ba, 8, la, 1, 0);
+		run_at(e, now, 2 * i + 1, 0, &nrecv, &nsend);
+		post_send_flags(e->b, e->bb, 8, lb, 2, 0);
+		run_at(e, now, 2 * i + 2, 0, &nrecv, &nsend);
+		now += 3 * RNIC_ACK_HOLD_NS;                  /* the next round comes later */
+	}
+	rnic_get_counters(e->dev, &c0);
+	assert_int_equal(c0.acks_tx, 0);
+	post_send_flags(e->a, e->ba, 8, la, 3, RNIC_SEND_SIGNALED);
+	run_at(e, now, 2 * ROUNDS + 1, 0, &nrecv, &nsend);
+	assert_int_equal(e->b->resp.ack_pending, 1);        /* held for the pong */
+	assert_int_equal(e->b->resp.ack_hold_until, now + RNIC_ACK_HOLD_NS);
+	post_send_flags(e->b, e->bb, 8, lb, 4, 0);
+	run_at(e, now, 2 * ROUNDS + 2, 1, &nrecv, &nsend);  /* the ping completes */
+	rnic_get_counters(e->dev, &c1);
+	assert_int_equal(c1.acks_tx, 1);
+	assert_int_equal(c1.acks_joined, 1);
+}
+
 /* Every frame of bulk data crosses the kernel, the datapath and the
  * receiver's stack whole, and costs as much as the bytes it carries through
  * an overlay: a 64 KiB WRITE at path MTU 1024 leaves as two UDP_SEGMENT
@@ -1172,6 +1211,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_paced_qp_waits_for_its_ackreq, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_ack_joins_answer, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_unsignaled_sends_ask_later, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_ack_held_after_unsignaled_pings, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bulk_frames, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_read_requests_in_flight, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_ring_and_copied_frames_in_order, setup, teardown),
