@@ -25,7 +25,8 @@
  * not waited for until one of them asks (the last of a message, the one
  * that fills the window, every ackreq_every()): a QP paced at 10 Mbit/s,
  * whose next AckReq leaves 13 ms after the last ACK, does not time out in
- * between.
+ * between.  Packets that nothing asked for (unsignaled messages, rnic_req.c
+ * wants_ack) are probed RNIC_ACK_PROBE_NS after the last of them (probe()).
  *
  * The retransmit timeout adapts, as RNICs' adaptive retransmission does:
  * the QP's timeout attribute (4.096 us x 2^timeout, 67 ms at perftest's
