@@ -196,11 +196,14 @@ void rnic_comp_asked(struct rnic_qp *qp, uint32_t psn, uint32_t last_psn, uint64
 	arm(qp);
 }
 
-/* The requester is sending a packet without AckReq. */
+/* The requester is sending a packet without AckReq: the probe moves on,
+ * the retransmit timer does not (re-armed from the AckReq it ran from, it
+ * would run out at once after a timeout, before the resend asks again). */
 void rnic_comp_unasked(struct rnic_qp *qp, uint64_t now_ns)
 {
 	qp->comp.unasked_ns = now_ns ? now_ns : 1;
-	arm(qp);
+	if (!asking(qp))
+		arm(qp);
 }
 
 static void progress(struct rnic_qp *qp, uint64_t now_ns)

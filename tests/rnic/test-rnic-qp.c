@@ -728,6 +728,51 @@ static void test_paced_qp_waits_for_its_ackreq(void **state)
 	assert_int_equal(c.retransmits, 0);
 }
 
+/* A resend that trickles out (a 64 KiB WRITE paced at 10 Mbit/s: 16
+ * packets at once, then one per 0.8 ms; AckReq only on the last) keeps the
+ * timer the timeout set: its packets without AckReq must not re-arm it
+ * from the AckReq it ran from, already run out, or every retry goes at
+ * once.  Nothing answers: a talks to a QP that does not exist. */
+static void test_paced_resend_keeps_its_timer(void **state)
+{
+	struct env *e = *state;
+	struct rnic_dcqcn_params pacing;
+	struct rnic_counters c;
+	struct rnic_wc wc[1];
+	const uint64_t attr = 4096ull << 12;                 /* timeout 12: 16.8 ms */
+	uint64_t now = rnic_now_ns(), t1 = 0, end = now + 5000000000ull;
+	int got = 0;
+
+	NEED_ENV(e);
+	pacing = e->dev->dcqcn;
+	pacing.enabled = 1;
+	pacing.line_rate = 10000000;
+	pacing.min_rate = 1000000;
+	assert_int_equal(rnic_set_dcqcn(e->dev, &pacing), 0);
+	assert_int_equal(to_init(e->a, ALL_ACCESS), 0);
+	assert_int_equal(to_rtr(e, e->a, rnic_qp_num(e->b) + 100, 0), 0);
+	assert_int_equal(to_rts(e->a, 0, 12, 2, 7), 0);     /* 16.8 ms, 2 retries */
+	post_send(e->a, RNIC_WR_RDMA_WRITE, e->ba, BUF, rnic_mr_lkey(e->ma), 0x1000, 1, 1);
+	while (!got && rnic_now_ns() < end) {
+		uint64_t due = rnic_next_due(e->dev, now);
+
+		if (due > now && due != UINT64_MAX)
+			now = due;                              /* the test's clock jumps */
+		rnic_progress(e->dev, now);
+		got = rnic_poll_cq(e->cq, 1, wc);
+		assert_true(got >= 0);
+		rnic_get_counters(e->dev, &c);
+		if (c.timeouts && !t1)
+			t1 = now;                               /* the first timeout */
+	}
+	assert_int_equal(got, 1);
+	assert_int_equal(wc[0].status, RNIC_WC_RETRY_EXC_ERR);
+	rnic_get_counters(e->dev, &c);
+	assert_int_equal(c.timeouts, 2);
+	assert_int_equal(c.timeouts_early, 0);
+	assert_true(now - t1 >= 2 * attr);                  /* the two retries waited */
+}
+
 /* After a loss the window regrows by one PSN per window acknowledged above
  * the size it was halved to (not by a quarter of each ACK): a path that
  * drops is probed gently.  A 64 KiB WRITE at path MTU 1024 is 64 PSNs:
@@ -1209,6 +1254,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_early_timeouts_spare_retries, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_window_regrows_additively, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_paced_qp_waits_for_its_ackreq, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_paced_resend_keeps_its_timer, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_ack_joins_answer, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_unsignaled_sends_ask_later, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_ack_held_after_unsignaled_pings, setup, teardown),
