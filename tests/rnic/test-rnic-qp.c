@@ -660,6 +660,31 @@ static void test_rto_from_round_trips(void **state)
 	assert_int_equal(rnic_comp_rto(a), 0);
 }
 
+/* Runs the device on the test's clock, which jumps to whatever is due next
+ * (the timers, pacing), until a completion arrives or 5 s of wall clock
+ * passed; returns the completions (0 or 1).  *t_timeout, when given, gets
+ * the clock at the first timeout of the attribute's length. */
+static int jump_until_wc(struct env *e, uint64_t *now, struct rnic_wc *wc, uint64_t *t_timeout)
+{
+	uint64_t end = rnic_now_ns() + 5000000000ull;
+	int got = 0;
+
+	while (!got && rnic_now_ns() < end) {
+		uint64_t due = rnic_next_due(e->dev, *now);
+		struct rnic_counters c;
+
+		if (due > *now && due != UINT64_MAX)
+			*now = due;
+		rnic_progress(e->dev, *now);
+		got = rnic_poll_cq(e->cq, 1, wc);
+		assert_true(got >= 0);
+		rnic_get_counters(e->dev, &c);
+		if (t_timeout && c.timeouts && !*t_timeout)
+			*t_timeout = *now;
+	}
+	return got;
+}
+
 /* A QP whose packets are lost after it measured a short round trip resends
  * after the measured timeout, not the attribute's 67 ms; those early
  * timeouts do not count against retry_cnt, so it gives up no sooner than
@@ -670,8 +695,7 @@ static void test_early_timeouts_spare_retries(void **state)
 	struct env *e = *state;
 	struct rnic_counters c;
 	struct rnic_wc wc[1];
-	uint64_t now = rnic_now_ns(), t0, end = now + 5000000000ull;
-	int got = 0;
+	uint64_t now = rnic_now_ns(), t0;
 
 	NEED_ENV(e);
 	/* a talks to a QP that does not exist: nothing is acknowledged */
@@ -684,16 +708,7 @@ static void test_early_timeouts_spare_retries(void **state)
 	rnic_progress(e->dev, now);
 	t0 = now;
 	assert_int_equal(e->a->comp.deadline, t0 + RNIC_RTO_MIN_NS);
-	while (!got && rnic_now_ns() < end) {
-		uint64_t due = rnic_next_due(e->dev, now);
-
-		if (due > now && due != UINT64_MAX)
-			now = due;                              /* the test's clock jumps */
-		rnic_progress(e->dev, now);
-		got = rnic_poll_cq(e->cq, 1, wc);
-		assert_true(got >= 0);
-	}
-	assert_int_equal(got, 1);
+	assert_int_equal(jump_until_wc(e, &now, wc, NULL), 1);
 	assert_int_equal(wc[0].status, RNIC_WC_RETRY_EXC_ERR);
 	rnic_get_counters(e->dev, &c);
 	assert_int_equal(c.timeouts_early, 3);
@@ -740,8 +755,7 @@ static void test_paced_resend_keeps_its_timer(void **state)
 	struct rnic_counters c;
 	struct rnic_wc wc[1];
 	const uint64_t attr = 4096ull << 12;                 /* timeout 12: 16.8 ms */
-	uint64_t now = rnic_now_ns(), t1 = 0, end = now + 5000000000ull;
-	int got = 0;
+	uint64_t now = rnic_now_ns(), t1 = 0;
 
 	NEED_ENV(e);
 	pacing = e->dev->dcqcn;
@@ -753,19 +767,7 @@ static void test_paced_resend_keeps_its_timer(void **state)
 	assert_int_equal(to_rtr(e, e->a, rnic_qp_num(e->b) + 100, 0), 0);
 	assert_int_equal(to_rts(e->a, 0, 12, 2, 7), 0);     /* 16.8 ms, 2 retries */
 	post_send(e->a, RNIC_WR_RDMA_WRITE, e->ba, BUF, rnic_mr_lkey(e->ma), 0x1000, 1, 1);
-	while (!got && rnic_now_ns() < end) {
-		uint64_t due = rnic_next_due(e->dev, now);
-
-		if (due > now && due != UINT64_MAX)
-			now = due;                              /* the test's clock jumps */
-		rnic_progress(e->dev, now);
-		got = rnic_poll_cq(e->cq, 1, wc);
-		assert_true(got >= 0);
-		rnic_get_counters(e->dev, &c);
-		if (c.timeouts && !t1)
-			t1 = now;                               /* the first timeout */
-	}
-	assert_int_equal(got, 1);
+	assert_int_equal(jump_until_wc(e, &now, wc, &t1), 1);
 	assert_int_equal(wc[0].status, RNIC_WC_RETRY_EXC_ERR);
 	rnic_get_counters(e->dev, &c);
 	assert_int_equal(c.timeouts, 2);
