@@ -718,6 +718,17 @@ static void test_early_timeouts_spare_retries(void **state)
 	assert_true(now - t0 >= (70000000ull + 2 * (4096ull << 14)));
 }
 
+/* DCQCN on, its line rate 10 Mbit/s: the device's QPs are paced. */
+static void pace_at_10_mbits(struct env *e)
+{
+	struct rnic_dcqcn_params pacing = e->dev->dcqcn;
+
+	pacing.enabled = 1;
+	pacing.line_rate = 10000000;
+	pacing.min_rate = 1000000;
+	assert_int_equal(rnic_set_dcqcn(e->dev, &pacing), 0);
+}
+
 /* The timer runs from the last AckReq packet: a QP paced at 10 Mbit/s
  * sends a 64 KiB WRITE (64 packets, one AckReq, the last) over ~50 ms of
  * the test's clock with a timeout of 4 ms (its attribute, 10), and none
@@ -725,15 +736,10 @@ static void test_early_timeouts_spare_retries(void **state)
 static void test_paced_qp_waits_for_its_ackreq(void **state)
 {
 	struct env *e = *state;
-	struct rnic_dcqcn_params pacing;
 	struct rnic_counters c;
 
 	NEED_ENV(e);
-	pacing = e->dev->dcqcn;
-	pacing.enabled = 1;
-	pacing.line_rate = 10000000;
-	pacing.min_rate = 1000000;
-	assert_int_equal(rnic_set_dcqcn(e->dev, &pacing), 0);
+	pace_at_10_mbits(e);
 	connect_pair(e, ALL_ACCESS, 7);
 	assert_int_equal(rnic_comp_rto(e->a), 4096ull << 10);
 	write_buf_checked(e, 0x31);
@@ -751,18 +757,13 @@ static void test_paced_qp_waits_for_its_ackreq(void **state)
 static void test_paced_resend_keeps_its_timer(void **state)
 {
 	struct env *e = *state;
-	struct rnic_dcqcn_params pacing;
 	struct rnic_counters c;
 	struct rnic_wc wc[1];
 	const uint64_t attr = 4096ull << 12;                 /* timeout 12: 16.8 ms */
 	uint64_t now = rnic_now_ns(), t1 = 0;
 
 	NEED_ENV(e);
-	pacing = e->dev->dcqcn;
-	pacing.enabled = 1;
-	pacing.line_rate = 10000000;
-	pacing.min_rate = 1000000;
-	assert_int_equal(rnic_set_dcqcn(e->dev, &pacing), 0);
+	pace_at_10_mbits(e);
 	assert_int_equal(to_init(e->a, ALL_ACCESS), 0);
 	assert_int_equal(to_rtr(e, e->a, rnic_qp_num(e->b) + 100, 0), 0);
 	assert_int_equal(to_rts(e->a, 0, 12, 2, 7), 0);     /* 16.8 ms, 2 retries */
