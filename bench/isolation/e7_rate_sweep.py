@@ -35,6 +35,7 @@ RATES = "10,30,100,300,1000,2000,4000"
 # 5.7 s), 5.0 % at 30, 4.4 % from 100 on.  A sawtooth of DCQCN at 10
 # Mbit/s that crested in the short window failed the 1:1 point at 105.2 %.
 SLOW_MBPS = 30
+FULL = (10, 4)   # seconds a point runs, and how many of them settle first
 MIXES = [("rdma", 1, 1), ("tcp", 1, 1), ("1:1", 1, 1), ("3:1", 3, 1)]
 KEYS = {c: ("h2", "x2", "ingress", c) for c in ("rdma", "tcp")}
 
@@ -60,7 +61,7 @@ def point(lab, samp, rate, mix, w_rdma, w_tcp, d, port):
 
 def run(outdir, quick=False, prefix="e7x", rates=RATES, mixes=""):
     os.makedirs(outdir, exist_ok=True)
-    d, settle = (5, 2) if quick else (10, 4)
+    d, settle = (5, 2) if quick else FULL
     rate_list = [int(r) for r in rates.split(",") if r]
     wanted = [m for m in mixes.split(",") if m] or [m for m, _, _ in MIXES]
     mix_list = [x for x in MIXES if x[0] in wanted]
@@ -75,7 +76,7 @@ def run(outdir, quick=False, prefix="e7x", rates=RATES, mixes=""):
         samp = iso.Sampler(lab, ["h1", "h2"], os.path.join(outdir, "samples.csv"))
         port = 5301
         for rate in rate_list:
-            dr, sr = (10, 4) if quick and rate <= SLOW_MBPS else (d, settle)
+            dr, sr = FULL if quick and rate <= SLOW_MBPS else (d, settle)
             for mix, wr, wt in mix_list:
                 t0, codes = point(lab, samp, rate, mix, wr, wt, dr, port)
                 runs.append((rate, mix, wr, wt, t0, dr, sr, codes))

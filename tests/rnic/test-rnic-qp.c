@@ -198,15 +198,22 @@ static int pump(struct env *e, struct rnic_wc *wc, int n)
 	return got;
 }
 
-static void post_send(struct rnic_qp *qp, enum rnic_wr_opcode op, void *buf, uint32_t len,
-		      uint32_t lkey, uint64_t raddr, uint32_t rkey, uint64_t id)
+static void post_send_flags(struct rnic_qp *qp, enum rnic_wr_opcode op, void *buf, uint32_t len,
+			    uint32_t lkey, uint64_t raddr, uint32_t rkey, uint64_t id, int flags)
 {
 	struct rnic_sge sg = { (uintptr_t)buf, len, lkey };
 	struct rnic_send_wr wr = { .wr_id = id, .sg_list = &sg, .num_sge = 1, .opcode = op,
-				   .send_flags = RNIC_SEND_SIGNALED, .imm_data = 0x1234,
+				   .send_flags = flags, .imm_data = 0x1234,
 				   .remote_addr = raddr, .rkey = rkey }, *bad;
 
 	assert_int_equal(rnic_post_send(qp, &wr, &bad), 0);
+}
+
+/* A signaled work request. */
+static void post_send(struct rnic_qp *qp, enum rnic_wr_opcode op, void *buf, uint32_t len,
+		      uint32_t lkey, uint64_t raddr, uint32_t rkey, uint64_t id)
+{
+	post_send_flags(qp, op, buf, len, lkey, raddr, rkey, id, RNIC_SEND_SIGNALED);
 }
 
 static void post_recv(struct rnic_qp *qp, void *buf, uint32_t len, uint32_t lkey, uint64_t id)
@@ -1022,16 +1029,6 @@ static void test_ack_joins_answer(void **state)
 	assert_int_equal(c2.timeouts, 0);
 }
 
-static void post_send_flags(struct rnic_qp *qp, void *buf, uint32_t len, uint32_t lkey,
-			    uint64_t id, int flags)
-{
-	struct rnic_sge sg = { (uintptr_t)buf, len, lkey };
-	struct rnic_send_wr wr = { .wr_id = id, .sg_list = &sg, .num_sge = 1,
-				   .opcode = RNIC_WR_SEND, .send_flags = flags }, *bad;
-
-	assert_int_equal(rnic_post_send(qp, &wr, &bad), 0);
-}
-
 /* Unsignaled SENDs (UCX signals one in 64) do not ask for ACKs: the
  * responder sends none, and in a ping-pong the answer leaves alone.  A
  * signaled one asks, and its ACK completes everything before it.  A tail
@@ -1053,7 +1050,7 @@ static void test_unsignaled_sends_ask_later(void **state)
 		post_recv(e->b, e->bb + 64 * i, 64, rnic_mr_lkey(e->mb), 100 + i);
 	rnic_get_counters(e->dev, &c0);
 	for (int i = 0; i < N; i++)
-		post_send_flags(e->a, e->ba, 8, la, i, 0);
+		post_send_flags(e->a, RNIC_WR_SEND, e->ba, 8, la, 0, 0, i, 0);
 	run_at(e, now, N, 0, &nrecv, &nsend);
 	rnic_get_counters(e->dev, &c1);
 	assert_int_equal(c1.acks_tx - c0.acks_tx, 0);          /* nothing asked */
@@ -1062,7 +1059,7 @@ static void test_unsignaled_sends_ask_later(void **state)
 	due = e->a->comp.deadline;
 	assert_true(due > now && due <= now + RNIC_ACK_PROBE_NS);   /* the probe */
 
-	post_send_flags(e->a, e->ba, 8, la, 42, RNIC_SEND_SIGNALED);
+	post_send(e->a, RNIC_WR_SEND, e->ba, 8, la, 0, 0, 42);
 	run_at(e, now, N + 1, 1, &nrecv, &nsend);               /* its completion */
 	rnic_get_counters(e->dev, &c1);
 	assert_int_equal(c1.acks_tx - c0.acks_tx, 1);          /* one ACK for all */
@@ -1071,7 +1068,7 @@ static void test_unsignaled_sends_ask_later(void **state)
 
 	cwnd = e->a->cwnd;
 	for (int i = 0; i < N; i++)
-		post_send_flags(e->a, e->ba, 8, la, 50 + i, 0);
+		post_send_flags(e->a, RNIC_WR_SEND, e->ba, 8, la, 0, 0, 50 + i, 0);
 	run_at(e, now, 2 * N + 1, 1, &nrecv, &nsend);
 	assert_int_equal(e->a->sq_tail + N, e->a->sq_head);
 	due = rnic_next_due(e->dev, now);
@@ -1118,19 +1115,19 @@ static void test_ack_held_after_unsignaled_pings(void **state)
 		post_recv(e->b, e->bb + 4096, 64, lb, 200 + i);
 	}
 	for (int i = 0; i < ROUNDS; i++) {
-		post_send_flags(e->a, e->ba, 8, la, 1, 0);
+		post_send_flags(e->a, RNIC_WR_SEND, e->ba, 8, la, 0, 0, 1, 0);
 		run_at(e, now, 2 * i + 1, 0, &nrecv, &nsend);
-		post_send_flags(e->b, e->bb, 8, lb, 2, 0);
+		post_send_flags(e->b, RNIC_WR_SEND, e->bb, 8, lb, 0, 0, 2, 0);
 		run_at(e, now, 2 * i + 2, 0, &nrecv, &nsend);
 		now += 3 * RNIC_ACK_HOLD_NS;                  /* the next round comes later */
 	}
 	rnic_get_counters(e->dev, &c0);
 	assert_int_equal(c0.acks_tx, 0);
-	post_send_flags(e->a, e->ba, 8, la, 3, RNIC_SEND_SIGNALED);
+	post_send(e->a, RNIC_WR_SEND, e->ba, 8, la, 0, 0, 3);
 	run_at(e, now, 2 * ROUNDS + 1, 0, &nrecv, &nsend);
 	assert_int_equal(e->b->resp.ack_pending, 1);        /* held for the pong */
 	assert_int_equal(e->b->resp.ack_hold_until, now + RNIC_ACK_HOLD_NS);
-	post_send_flags(e->b, e->bb, 8, lb, 4, 0);
+	post_send_flags(e->b, RNIC_WR_SEND, e->bb, 8, lb, 0, 0, 4, 0);
 	run_at(e, now, 2 * ROUNDS + 2, 1, &nrecv, &nsend);  /* the ping completes */
 	rnic_get_counters(e->dev, &c1);
 	assert_int_equal(c1.acks_tx, 1);
