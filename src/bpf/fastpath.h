@@ -92,6 +92,8 @@ struct jk_fp_rc_val {
 struct jk_fp_counters {
 	struct jk_vnic_counters v;
 	uint64_t encapped, decapped, local_delivered, rcft_new;
+	uint64_t ecn_alarms;      /* RFC 6040 "(!!!)" combinations (frames decapsulated by the program) */
+	uint64_t decapped_here;   /* frames jk_underlay_decap took out of VxLAN itself, not the kernel's vxlan */
 };
 
 struct jk_fp_host {

@@ -732,27 +732,39 @@ int jk_from_vnic(struct __sk_buff *skb)
 	return from_vnic_ipv4(skb, id, v);
 }
 
-SEC("tc")
-int jk_from_underlay(struct __sk_buff *skb)
+/* Writes ECN field ecn into the IPv4 header after the Ethernet header,
+ * with its checksum. */
+static __always_inline int set_ecn(struct __sk_buff *skb, uint8_t tos, uint8_t ecn)
 {
-	struct bpf_tunnel_key key = {};
-	uint32_t zero = 0, vni, vtep, to;
-	const struct jk_fp_host *h = bpf_map_lookup_elem(&jk_host, &zero);
+	uint32_t at = sizeof(struct jk_eth_hdr);
+	uint8_t to = (uint8_t)((tos & ~JK_ECN_MASK) | ecn);
+	uint16_t old_word = jk_put16(0x4500 | tos).raw, new_word = jk_put16(0x4500 | to).raw;
+
+	/* The checksum sums 16-bit words: version/IHL with ToS is one (the
+	 * IHL nibble cancels out of the difference). */
+	if (bpf_l3_csum_replace(skb, at + offsetof(struct jk_ipv4_hdr, csum), old_word, new_word, 2))
+		return -1;
+	return (int)bpf_skb_store_bytes(skb, at + offsetof(struct jk_ipv4_hdr, tos), &to, 1, 0);
+}
+
+/* A decapsulated frame from VTEP vtep on VNI vni (its outer checks done):
+ * VNI served -> VTEP serves the VNI -> inner source located at that VTEP
+ * -> destination vNIC and MAC -> RFC 6040 with outer ToS outer_tos (-1:
+ * the kernel's vxlan applied it) -> into it.  Core's order
+ * (core/dp.c, ingress_one). */
+static __always_inline int from_underlay(struct __sk_buff *skb, const struct jk_fp_host *h, uint32_t vni,
+					 uint32_t vtep, int outer_tos)
+{
 	const struct jk_fp_vlt_val *src, *dst;
 	const struct jk_fp_vnic *v;
 	struct jk_fp_counters *c;
 	struct pkt p = { .id = JK_FP_GLOBAL };
 	void *data, *end;
 	struct jk_eth_hdr *eth;
+	uint32_t to;
 	unsigned why;
 	bool arp;
 
-	skb->priority = 0;
-	skb->mark = 0;
-	if (!h || bpf_skb_get_tunnel_key(skb, &key, sizeof(key), 0))
-		return drop(JK_FP_GLOBAL, JK_DROP_UNDERLAY_TRUNC);
-	vni = (uint32_t)key.tunnel_id;
-	vtep = key.remote_ipv4;
 	if (!vtep_serves(vni, h->vtep))
 		return drop(JK_FP_GLOBAL, JK_DROP_UNKNOWN_VNI);
 	if (!vtep_serves(vni, vtep))
@@ -800,9 +812,37 @@ int jk_from_underlay(struct __sk_buff *skb)
 		return drop(JK_FP_GLOBAL, JK_DROP_TRUNC_ETH);
 	if (!arp && !mac_eq(eth->dst, v->mac))
 		return drop(JK_FP_GLOBAL, JK_DROP_NO_LOCAL_VNIC);
-	if ((c = counters(JK_FP_GLOBAL)))
+	c = counters(JK_FP_GLOBAL);
+	if (!arp && outer_tos >= 0) {
+		int alarm, ecn = jk_ecn_decap(p.tos, (uint8_t)outer_tos, &alarm);
+
+		if (c && alarm)
+			c->ecn_alarms++;
+		if (ecn < 0)
+			return drop(to, JK_DROP_ECN_NOT_ECT_CE);
+		if ((uint8_t)ecn != (p.tos & JK_ECN_MASK)) {
+			if (set_ecn(skb, p.tos, (uint8_t)ecn))
+				return drop(to, JK_DROP_UNDERLAY_TRUNC);
+			p.tos = (uint8_t)((p.tos & ~JK_ECN_MASK) | ecn);
+		}
+	}
+	if (c)
 		c->decapped++;
 	return deliver_in(skb, to, v, &p);
+}
+
+SEC("tc")
+int jk_from_underlay(struct __sk_buff *skb)
+{
+	struct bpf_tunnel_key key = {};
+	uint32_t zero = 0;
+	const struct jk_fp_host *h = bpf_map_lookup_elem(&jk_host, &zero);
+
+	skb->priority = 0;
+	skb->mark = 0;
+	if (!h || bpf_skb_get_tunnel_key(skb, &key, sizeof(key), 0))
+		return drop(JK_FP_GLOBAL, JK_DROP_UNDERLAY_TRUNC);
+	return from_underlay(skb, h, (uint32_t)key.tunnel_id, key.remote_ipv4, -1);
 }
 
 /* tcx ingress of the shaper veth's far end: a packet of a vNIC with an
@@ -834,16 +874,52 @@ int jk_after_shaper(struct __sk_buff *skb)
 	return forward(skb, id, v, e, &p, flow_hash(&p));
 }
 
-SEC("tc")
-int jk_underlay_check(struct __sk_buff *skb)
+/* Whether the program takes this VxLAN frame (outer IPv4 ip, UDP udp, to
+ * this VTEP, I flag seen) whole, or leaves it to the kernel's vxlan
+ * device: a single frame (a super-frame's segments are the kernel's to
+ * cut), for this host, with an outer header the kernel's IP input would
+ * take as it is (no options, a sound checksum, no padding), no UDP
+ * checksum to verify, and an IPv4 frame inside. */
+static __always_inline bool decap_here(const struct __sk_buff *skb, const struct jk_ipv4_hdr *ip,
+				       const struct jk_udp_hdr *udp, const void *end)
 {
-	uint32_t zero = 0;
+	const struct jk_eth_hdr *in = (const void *)(udp + 1) + sizeof(struct jk_vxlan_hdr);
+	uint32_t tot = jk_get16(ip->tot_len);
+	int64_t sum;
+
+	if (skb->gso_size || skb->pkt_type != 0 /* PACKET_HOST */ || ip->ver_ihl != 0x45 ||
+	    tot != skb->len - sizeof(struct jk_eth_hdr) || jk_get16(udp->len) != tot - sizeof(*ip) ||
+	    jk_get16(udp->csum) != 0)
+		return false;
+	if ((const void *)(in + 1) > end || jk_get16(in->type) != JK_ETHERTYPE_IPV4)
+		return false;
+	sum = bpf_csum_diff(NULL, 0, (void *)ip, sizeof(*ip), 0);
+	if (sum < 0)
+		return false;
+	sum = (sum & 0xffff) + (sum >> 16);
+	sum = (sum & 0xffff) + (sum >> 16);
+	return sum == 0xffff;
+}
+
+/* tcx ingress of the device holding the VTEP address.  A VxLAN frame to
+ * this VTEP: core's outer checks (truncated, no I flag) the kernel's vxlan
+ * would make without a count; then a frame decap_here takes is
+ * decapsulated here, in place, and goes the way of jk_from_underlay
+ * without the kernel's UDP input, vxlan device and its GRO queue (what a
+ * round trip of small messages pays most for, docs/fastpath.md); the rest
+ * goes on to the vxlan device. */
+SEC("tc")
+int jk_underlay_decap(struct __sk_buff *skb)
+{
+	uint32_t zero = 0, vni, vtep;
 	const struct jk_fp_host *h = bpf_map_lookup_elem(&jk_host, &zero);
+	uint8_t dmac[JK_ETH_ALEN], smac[JK_ETH_ALEN], outer_tos;
 	void *data, *end;
-	struct jk_eth_hdr *eth;
+	struct jk_eth_hdr *eth, *in;
 	struct jk_ipv4_hdr *ip;
 	struct jk_udp_hdr *udp;
 	struct jk_vxlan_hdr *vx;
+	struct jk_fp_counters *c;
 	uint32_t ihl;
 
 	if (!h)
@@ -867,5 +943,31 @@ int jk_underlay_check(struct __sk_buff *skb)
 		return drop(JK_FP_GLOBAL, JK_DROP_TRUNC_VXLAN);
 	if (!(vx->flags & JK_VXLAN_FLAG_I))
 		return drop(JK_FP_GLOBAL, JK_DROP_VXLAN_FLAGS);
-	return TC_ACT_OK;
+	if (!decap_here(skb, ip, udp, end))
+		return TC_ACT_OK;
+	in = (void *)(vx + 1);
+	if ((void *)(in + 1) > end)        /* decap_here saw it: for the verifier */
+		return TC_ACT_OK;
+	vni = jk_vxlan_vni(vx);
+	vtep = jk_get32(ip->saddr);
+	outer_tos = ip->tos;
+	mac_copy(dmac, in->dst);
+	mac_copy(smac, in->src);
+	/* Outer IPv4, UDP, VxLAN and the inner Ethernet header go; the outer
+	 * Ethernet header stays and takes the inner one's addresses (its type
+	 * is IPv4 already). */
+	if (bpf_skb_adjust_room(skb, -(int)(JK_VXLAN_OVERHEAD), BPF_ADJ_ROOM_MAC, 0))
+		return TC_ACT_OK;
+	data = (void *)(long)skb->data;
+	end = (void *)(long)skb->data_end;
+	eth = data;
+	if ((void *)(eth + 1) > end)
+		return drop(JK_FP_GLOBAL, JK_DROP_TRUNC_ETH);
+	mac_copy(eth->dst, dmac);
+	mac_copy(eth->src, smac);
+	skb->priority = 0;
+	skb->mark = 0;
+	if ((c = counters(JK_FP_GLOBAL)))
+		c->decapped_here++;
+	return from_underlay(skb, h, vni, vtep, outer_tos);
 }

@@ -22,34 +22,6 @@ uint16_t jk_vxlan_sport(const struct jk_pkt_meta *m)
 	return (uint16_t)(JK_VXLAN_SPORT_MIN + (h % JK_VXLAN_SPORT_RANGE));
 }
 
-/* RFC 6040 Figure 4, rows inner ECN, columns outer ECN; -1 = drop. */
-static const int8_t ecn_decap_table[4][4] = {
-	/*               Not-ECT           ECT(1)        ECT(0)          CE */
-	[JK_ECN_NOT_ECT] = { [JK_ECN_NOT_ECT] = JK_ECN_NOT_ECT, [JK_ECN_ECT1] = JK_ECN_NOT_ECT,
-			     [JK_ECN_ECT0] = JK_ECN_NOT_ECT, [JK_ECN_CE] = -1 },
-	[JK_ECN_ECT0]    = { [JK_ECN_NOT_ECT] = JK_ECN_ECT0, [JK_ECN_ECT1] = JK_ECN_ECT1,
-			     [JK_ECN_ECT0] = JK_ECN_ECT0, [JK_ECN_CE] = JK_ECN_CE },
-	[JK_ECN_ECT1]    = { [JK_ECN_NOT_ECT] = JK_ECN_ECT1, [JK_ECN_ECT1] = JK_ECN_ECT1,
-			     [JK_ECN_ECT0] = JK_ECN_ECT1, [JK_ECN_CE] = JK_ECN_CE },
-	[JK_ECN_CE]      = { [JK_ECN_NOT_ECT] = JK_ECN_CE, [JK_ECN_ECT1] = JK_ECN_CE,
-			     [JK_ECN_ECT0] = JK_ECN_CE, [JK_ECN_CE] = JK_ECN_CE },
-};
-
-/* The "(!!!)" cells: combinations that should not occur with a compliant
- * encapsulator, worth an alarm counter. */
-static const uint8_t ecn_decap_alarm[4][4] = {
-	[JK_ECN_NOT_ECT] = { [JK_ECN_ECT1] = 1, [JK_ECN_ECT0] = 1, [JK_ECN_CE] = 1 },
-	[JK_ECN_CE]      = { [JK_ECN_ECT1] = 1 },
-};
-
-int jk_ecn_decap(uint8_t inner_ecn, uint8_t outer_ecn, int *alarm)
-{
-	inner_ecn &= JK_ECN_MASK;
-	outer_ecn &= JK_ECN_MASK;
-	*alarm = ecn_decap_alarm[inner_ecn][outer_ecn];
-	return ecn_decap_table[inner_ecn][outer_ecn];
-}
-
 void jk_ipv4_set_ecn(uint8_t *ip_bytes, uint8_t ecn)
 {
 	struct jk_ipv4_hdr *ip = (void *)ip_bytes;

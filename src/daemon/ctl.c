@@ -319,6 +319,8 @@ static json_t *show_stats(struct jakirod *d, uint64_t now)
 			       "nft_full", (json_int_t)c->nft_full, "nft_entries", (json_int_t)snap.nft_entries,
 			       "rcft_new", (json_int_t)c->rcft_new, "rcft_entries", (json_int_t)snap.rcft_entries,
 			       "ecn_alarms", (json_int_t)c->ecn_alarms, "vlt_gen", (json_int_t)snap.vlt_gen);
+	if (d->ebpf)
+		json_object_set_new(dp, "decapped_here", json_integer((json_int_t)d->ebpf_decapped_here));
 	json_object_set_new(dp, "drops", drops_json(c->drops));
 	json_object_set_new(dp, "held", json_integer(snap.held));
 	json_object_set_new(dp, "shaper_armed_in_us",

@@ -47,7 +47,7 @@ struct jk_ebpf {
 	bool adopting;                     /* a killed jakirod's pins were there: taking them over */
 	unsigned vxlan_ifindex;
 	int underlay_link;
-	int check_link;                    /* jk_underlay_check on the device with the VTEP address */
+	int check_link;                    /* jk_underlay_decap on the device with the VTEP address */
 	int shaper_link;                   /* jk_after_shaper on the shaper veth's far end */
 	unsigned shaper_ifindex;           /* the shaper veth (egress htb) */
 	int vnic_link[JK_MAX_VNICS];       /* -1: not hooked */
@@ -377,7 +377,7 @@ int jk_ebpf_open(struct jakirod *d, char *err, size_t errlen)
 	 * the VTEP is reached otherwise, and the kernel's vxlan checks alone). */
 	if ((ifx = vtep_ifindex(d->conf->vtep))) {
 		snprintf(path, sizeof(path), "%s/link-check", e->pin_dir);
-		e->check_link = tcx_hook(bpf_program__fd(e->skel->progs.jk_underlay_check), ifx, path);
+		e->check_link = tcx_hook(bpf_program__fd(e->skel->progs.jk_underlay_decap), ifx, path);
 		if (e->check_link < 0) {
 			r = e->check_link;
 			snprintf(err, errlen, "datapath: ebpf: cannot hook the underlay device (tcx ingress): %s",
@@ -850,6 +850,8 @@ void jk_ebpf_sync_counters(struct jakirod *d)
 		d->dp->cnt.decapped = sum.decapped;
 		d->dp->cnt.local_delivered = sum.local_delivered;
 		d->dp->cnt.rcft_new = sum.rcft_new;
+		d->dp->cnt.ecn_alarms = sum.ecn_alarms;
+		d->ebpf_decapped_here = sum.decapped_here;
 	}
 	d->ebpf_rcft_entries = rcft;
 }

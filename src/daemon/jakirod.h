@@ -119,6 +119,7 @@ struct jakirod {
 	struct jk_cplane *cplane;   /* NULL without etcd */
 	struct jk_ebpf *ebpf;       /* the kernel fast path (ebpf.c); NULL on the user datapath */
 	uint32_t ebpf_rcft_entries; /* its RCFT's entries, as of the last jk_ebpf_sync_counters */
+	uint64_t ebpf_decapped_here; /* frames its underlay program decapsulated itself (jk_underlay_decap), same */
 	volatile bool stop;
 };
 

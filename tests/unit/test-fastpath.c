@@ -53,7 +53,9 @@
 #include <linux/pkt_cls.h>
 
 #include "bpf/fastpath.h"
+#include "core/csum.h"
 #include "core/dp.h"
+#include "core/vxlan.h"
 #include "dp_host.h"
 #include "frames.h"
 #include "jakiro.skel.h"
@@ -87,6 +89,7 @@
 #define IP_R IP4(192, 168, 1, 5)
 #define IP_UNKNOWN IP4(192, 168, 1, 77)
 
+static const uint8_t MAC_OUTER_SRC[6] = { 0x02, 0, 0, 0, 0xfa, 0x01 };   /* the fabric's side */
 static const uint8_t MAC_A[6] = { 0x02, 0, 0, 0, 0, 0x0a }, MAC_B[6] = { 0x02, 0, 0, 0, 0, 0x0b },
 		     MAC_C[6] = { 0x02, 0, 0, 0, 0, 0x0c }, MAC_D[6] = { 0x02, 0, 0, 0, 0, 0x0d },
 		     MAC_E[6] = { 0x02, 0, 0, 0, 0, 0x0e }, MAC_F[6] = { 0x02, 0, 0, 0, 0, 0x0f },
@@ -136,6 +139,7 @@ struct twin_way {
 	uint8_t dscp;
 	struct jk_vnic_counters cnt[TW_LOCALS];   /* what moved */
 	uint64_t host_drops[JK_DROP__COUNT];
+	uint64_t ecn_alarms;
 	uint32_t len;                 /* the frame that leaves (not TW_DROP) */
 	uint8_t bytes[TWIN_FRAME_MAX];
 };
@@ -153,6 +157,7 @@ struct twin {
 	struct jk_fp_counters before[TW_LOCALS + 1];   /* [TW_LOCALS]: the global slot */
 	struct jk_vnic_counters core_before[TW_LOCALS];
 	uint64_t core_host_before[JK_DROP__COUNT];
+	uint64_t core_alarms_before;
 	char why[TWIN_WHY_MAX];
 };
 
@@ -391,6 +396,7 @@ static int snapshot(struct twin *t)
 	for (int i = 0; i < TW_LOCALS; i++)
 		t->core_before[i] = jk_dp_vnic(&t->dp, t->id[i])->cnt;
 	memcpy(t->core_host_before, t->dp.cnt.drops, sizeof(t->core_host_before));
+	t->core_alarms_before = t->dp.cnt.ecn_alarms;
 	return 0;
 }
 
@@ -414,6 +420,7 @@ static int prog_moved(struct twin *t, struct twin_way *w, struct jk_fp_counters 
 		w->cnt[i].nft_over_reserve = 0;            /* core's NFT only */
 	}
 	sub(w->host_drops, after[TW_LOCALS].v.drops, t->before[TW_LOCALS].v.drops, JK_DROP__COUNT);
+	w->ecn_alarms = after[TW_LOCALS].ecn_alarms - t->before[TW_LOCALS].ecn_alarms;
 	return 0;
 }
 
@@ -425,6 +432,7 @@ static void core_moved(struct twin *t, struct twin_way *w)
 		w->cnt[i].nft_over_reserve = 0;
 	}
 	sub(w->host_drops, t->dp.cnt.drops, t->core_host_before, JK_DROP__COUNT);
+	w->ecn_alarms = t->dp.cnt.ecn_alarms - t->core_alarms_before;
 }
 
 static int local_of(const struct twin *t, uint32_t id)
@@ -508,12 +516,13 @@ static int core_egress(struct twin *t, int from, const uint8_t *frame, uint32_t 
 	return 0;
 }
 
-static int core_ingress(struct twin *t, uint32_t vni, uint32_t src_vtep, const uint8_t *frame, uint32_t len)
+static int core_ingress(struct twin *t, uint32_t vni, uint32_t src_vtep, uint8_t outer_tos, const uint8_t *frame,
+			uint32_t len)
 {
 	struct twin_way *w = &t->core;
 	struct jk_pkt *p = &t->pkt;
 
-	dp_ingress_frame(&t->dp, p, src_vtep, vni, 0, frame, len, NOW_NS);
+	dp_ingress_frame(&t->dp, p, src_vtep, vni, outer_tos, frame, len, NOW_NS);
 	core_moved(t, w);
 	switch (p->verdict.action) {
 	case JK_ACT_DROP:
@@ -633,6 +642,82 @@ static int prog_ingress(struct twin *t, uint32_t vni, uint32_t src_vtep, const u
 	return 0;
 }
 
+/* The frame the underlay device hands jk_underlay_decap: inner frame of
+ * VNI vni in VxLAN, UDP without a checksum and IPv4 (ToS outer_tos) from
+ * VTEP src_vtep to this VTEP; the outer destination MAC is the test run's
+ * device's (the loopback's, zero), so the frame is PACKET_HOST. */
+static uint32_t outer_frame(uint8_t *b, uint32_t vni, uint32_t src_vtep, uint8_t outer_tos, const uint8_t *inner,
+			    uint32_t len)
+{
+	struct jk_eth_hdr *eth = (void *)b;
+	struct jk_ipv4_vxlan_hdr *o = (void *)(eth + 1);
+	uint32_t hdr = sizeof(*eth) + sizeof(*o);
+
+	memset(b, 0, hdr);
+	memcpy(eth->src, MAC_OUTER_SRC, JK_ETH_ALEN);
+	eth->type = jk_put16(JK_ETHERTYPE_IPV4);
+	o->ip.ver_ihl = 0x45;
+	o->ip.tos = outer_tos;
+	o->ip.tot_len = jk_put16((uint16_t)(sizeof(*o) + len));
+	o->ip.frag_off = jk_put16(JK_IP_DF);
+	o->ip.ttl = JK_VXLAN_TTL;
+	o->ip.proto = JK_IPPROTO_UDP;
+	o->ip.saddr = jk_put32(src_vtep);
+	o->ip.daddr = jk_put32(VTEP_SELF);
+	o->ip.csum.raw = jk_csum(&o->ip, sizeof(o->ip));
+	o->udp.sport = jk_put16(JK_VXLAN_SPORT_MIN);
+	o->udp.dport = jk_put16(JK_UDP_PORT_VXLAN);
+	o->udp.len = jk_put16((uint16_t)(sizeof(o->udp) + sizeof(o->vxlan) + len));
+	jk_vxlan_hdr_init(&o->vxlan, vni);
+	memcpy(b + hdr, inner, len);
+	return hdr + len;
+}
+
+/* The same inner frame through jk_underlay_decap, outer ToS and all.  A
+ * frame it leaves to the kernel's vxlan device (TC_ACT_OK) is the stub's
+ * to compare: *left set, no verdict. */
+static int prog_decap(struct twin *t, uint32_t vni, uint32_t src_vtep, uint8_t outer_tos, const uint8_t *frame,
+		      uint32_t len, bool *left)
+{
+	static uint8_t outer[TWIN_FRAME_MAX + JK_VXLAN_OVERHEAD];
+	struct twin_way *w = &t->prog;
+	struct jk_fp_counters after[TW_LOCALS + 1];
+	uint32_t ret, out_len, n = outer_frame(outer, vni, src_vtep, outer_tos, frame, len);
+	int r, why;
+
+	*left = false;
+	if (snapshot(t)) {
+		snprintf(t->why, sizeof(t->why), "cannot read jk_counters: %s", strerror(errno));
+		return TWIN_DIFFER;
+	}
+	r = test_run(t, bpf_program__fd(t->skel->progs.jk_underlay_decap), outer, n, &ret, &out_len);
+	if (r)
+		return r;
+	if (prog_moved(t, w, after))
+		return TWIN_DIFFER;
+	if (ret == TC_ACT_OK) {
+		*left = true;
+		return 0;
+	}
+	if (ret == TC_ACT_SHOT) {
+		why = one_reason(w->host_drops);
+		w->kind = TW_DROP;
+		w->drop = why < 0 ? JK_DROP_NONE : (unsigned)why;
+		return 0;
+	}
+	if (ret != TC_ACT_REDIRECT || after[TW_LOCALS].decapped_here != t->before[TW_LOCALS].decapped_here + 1 ||
+	    after[TW_LOCALS].decapped != t->before[TW_LOCALS].decapped + 1) {
+		snprintf(t->why, sizeof(t->why), "jk_underlay_decap returned %u, decapped +%" PRIu64 ", here +%" PRIu64,
+			 ret, after[TW_LOCALS].decapped - t->before[TW_LOCALS].decapped,
+			 after[TW_LOCALS].decapped_here - t->before[TW_LOCALS].decapped_here);
+		return TWIN_DIFFER;
+	}
+	w->kind = TW_LOCAL;
+	w->vnic = received_by(w);
+	keep_bytes(w, t->out, out_len);
+	return 0;
+}
+
 static const char *said(const struct twin_way *w)
 {
 	static char buf[2][96];
@@ -685,6 +770,11 @@ static bool counters_differ(struct twin *t)
 			snprintf(t->why + n, sizeof(t->why) - n, "vNIC %s answers counted differently", LOCALS[i].name);
 			return true;
 		}
+	}
+	if (t->core.ecn_alarms != t->prog.ecn_alarms) {
+		snprintf(t->why + n, sizeof(t->why) - n, "ECN alarms: core +%" PRIu64 ", program +%" PRIu64,
+			 t->core.ecn_alarms, t->prog.ecn_alarms);
+		return true;
 	}
 	for (unsigned r = 0; r < JK_DROP__COUNT; r++)
 		if (t->core.host_drops[r] != t->prog.host_drops[r]) {
@@ -758,9 +848,33 @@ static int twin_egress(struct twin *t, int from, const uint8_t *frame, uint32_t 
 	return compare(t, true, from);
 }
 
-/* An inner frame of VNI vni from VTEP src_vtep, both ways. */
+/* An inner frame of VNI vni from VTEP src_vtep with outer ToS outer_tos,
+ * through jk_underlay_decap and core; a frame the program leaves to the
+ * kernel's vxlan: *left set, nothing compared. */
+static int twin_decap(struct twin *t, uint32_t vni, uint32_t src_vtep, uint8_t outer_tos, const uint8_t *frame,
+		      uint32_t len, bool *left)
+{
+	int r;
+
+	t->why[0] = '\0';
+	*left = false;
+	if (len > TWIN_FRAME_MAX)
+		return TWIN_CANNOT_RUN;
+	r = prog_decap(t, vni, src_vtep, outer_tos, frame, len, left);
+	if (r || *left)
+		return r;
+	if (core_ingress(t, vni, src_vtep, outer_tos, frame, len))
+		return TWIN_DIFFER;
+	return compare(t, false, -1);
+}
+
+/* An inner frame of VNI vni from VTEP src_vtep, both ways, and both ways
+ * into the program: decapsulated by the kernel's vxlan (jk_from_underlay
+ * behind the stub) and by jk_underlay_decap itself.  An IPv4 frame the
+ * latter leaves to the kernel differs. */
 static int twin_ingress(struct twin *t, uint32_t vni, uint32_t src_vtep, const uint8_t *frame, uint32_t len)
 {
+	bool left;
 	int r;
 
 	t->why[0] = '\0';
@@ -769,9 +883,27 @@ static int twin_ingress(struct twin *t, uint32_t vni, uint32_t src_vtep, const u
 	r = prog_ingress(t, vni, src_vtep, frame, len);
 	if (r)
 		return r;
-	if (core_ingress(t, vni, src_vtep, frame, len))
+	if (core_ingress(t, vni, src_vtep, 0, frame, len))
 		return TWIN_DIFFER;
-	return compare(t, false, -1);
+	r = compare(t, false, -1);
+	if (r)
+		return r;
+	r = twin_decap(t, vni, src_vtep, 0, frame, len, &left);
+	if (r == 0 && left && len >= sizeof(struct jk_eth_hdr) &&
+	    jk_get16(((const struct jk_eth_hdr *)frame)->type) == JK_ETHERTYPE_IPV4) {
+		snprintf(t->why, sizeof(t->why), "jk_underlay_decap left an IPv4 frame to the kernel's vxlan");
+		return TWIN_DIFFER;
+	}
+	if (r && t->why[0]) {
+		char head[40] = "jk_underlay_decap: ";
+		size_t h = strlen(head), l = strlen(t->why);
+
+		if (h + l < sizeof(t->why)) {
+			memmove(t->why + h, t->why, l + 1);
+			memcpy(t->why, head, h);
+		}
+	}
+	return r;
 }
 
 #ifndef TWIN_HARNESS_ONLY
@@ -1352,11 +1484,100 @@ static void ingress(void **state)
 	differences(env);
 }
 
+/* RFC 6040 on decapsulation, done by jk_underlay_decap (the kernel's
+ * vxlan does it on the other way in): every inner ECN under every outer
+ * one, with a DSCP on both, against core (the bytes: ECN field and
+ * checksum; the drop of CE over Not-ECT; the alarm count). */
+static void ingress_ecn(void **state)
+{
+	struct env *env = *state;
+	bool left;
+
+	need_programs(env);
+	for (uint8_t in = 0; in < 4; in++)
+		for (uint8_t out = 0; out < 4; out++) {
+			char name[96];
+			int r;
+
+			ipv4(MAC_C, MAC_A, (struct ip4){ .src = IP_C, .dst = IP_A, .proto = PROTO_TCP,
+							 .tos = (uint8_t)(0xb8 | in) });
+			fr_tcp(&f, 80, 40000, 5);
+			fr_payload(&f, 100, 1);
+			fr_done(&f);
+			snprintf(name, sizeof(name), "TCP with inner ECN %u under outer ECN %u", in, out);
+			r = twin_decap(env->t, VNI_1, VTEP_2, (uint8_t)(0x68 | out), f.b, f.len, &left);
+			if (r == 0 && left) {
+				snprintf(env->t->why, sizeof(env->t->why), "left to the kernel's vxlan");
+				r = TWIN_DIFFER;
+			}
+			verdict(env, name, r);
+		}
+	differences(env);
+}
+
+/* Runs jk_underlay_decap on an outer frame; TC_ACT_OK and no counter
+ * moved is "left to the kernel's vxlan device". */
+static void leaves(struct env *env, const char *what, const uint8_t *frame, uint32_t len, uint32_t gso_size)
+{
+	struct twin *t = env->t;
+	struct __sk_buff ctx = { .ifindex = LO_IFINDEX, .gso_size = gso_size, .gso_segs = gso_size ? 2 : 0 };
+	LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = frame, .data_size_in = len, .data_out = t->out,
+		    .data_size_out = sizeof(t->out), .ctx_in = &ctx, .ctx_size_in = sizeof(ctx));
+	struct jk_fp_counters after;
+
+	assert_int_equal(snapshot(t), 0);
+	if (bpf_prog_test_run_opts(bpf_program__fd(t->skel->progs.jk_underlay_decap), &o))
+		fail_msg("%s: BPF_PROG_TEST_RUN: %s", what, strerror(errno));
+	assert_int_equal(prog_counters(t, JK_FP_GLOBAL, &after), 0);
+	if (o.retval != TC_ACT_OK || after.decapped_here != t->before[TW_LOCALS].decapped_here ||
+	    memcmp(after.v.drops, t->before[TW_LOCALS].v.drops, sizeof(after.v.drops)) != 0)
+		fail_msg("%s: returned %u, decapped here +%" PRIu64 " (wanted TC_ACT_OK, nothing counted)", what,
+			 o.retval, after.decapped_here - t->before[TW_LOCALS].decapped_here);
+	if (o.data_size_out != len || memcmp(t->out, frame, len) != 0)
+		fail_msg("%s: the frame changed on its way to the kernel", what);
+}
+
+/* What jk_underlay_decap leaves to the kernel's vxlan device (which then
+ * checks it, or segments it, as before), and, first, that it takes the
+ * same frame when nothing is odd about it. */
+static void decap_leaves_to_kernel(void **state)
+{
+	static uint8_t outer[256];
+	struct env *env = *state;
+	struct jk_ipv4_hdr *ip = (void *)(outer + sizeof(struct jk_eth_hdr));
+	struct jk_udp_hdr *outer_udp = (void *)(ip + 1);
+	uint32_t n;
+	bool left;
+
+	need_programs(env);
+	udp(MAC_C, IP_C, MAC_A, IP_A, 53, 100, true);
+	assert_int_equal(twin_decap(env->t, VNI_1, VTEP_2, 0, f.b, f.len, &left), TWIN_SAME);
+	assert_false(left);
+
+	n = outer_frame(outer, VNI_1, VTEP_2, 0, f.b, f.len);
+	leaves(env, "a super-frame (gso_size set)", outer, n, 1000);
+	outer_udp->csum = jk_put16(0x1234);
+	leaves(env, "a UDP checksum to verify", outer, n, 0);
+	outer_udp->csum = jk_put16(0);
+	ip->csum.raw ^= 0x0101;
+	leaves(env, "a bad outer IPv4 checksum", outer, n, 0);
+	n = outer_frame(outer, VNI_1, VTEP_2, 0, f.b, f.len);
+	outer[n++] = 0;                       /* a trailer after the outer datagram */
+	leaves(env, "bytes past the outer datagram", outer, n, 0);
+	n = outer_frame(outer, VNI_1, VTEP_2, 0, f.b, f.len);
+	memcpy(outer, MAC_A, 6);             /* not the device's own MAC: PACKET_OTHERHOST */
+	leaves(env, "another host's frame", outer, n, 0);
+	arp(1, MAC_C, MAC_C, IP_C, IP_A);
+	n = outer_frame(outer, VNI_1, VTEP_2, 0, f.b, f.len);
+	leaves(env, "ARP inside", outer, n, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(programs_load), cmocka_unit_test(egress_arp), cmocka_unit_test(egress_ipv4),
-		cmocka_unit_test(egress_roce),   cmocka_unit_test(ingress),
+		cmocka_unit_test(egress_roce),   cmocka_unit_test(ingress),     cmocka_unit_test(ingress_ecn),
+		cmocka_unit_test(decap_leaves_to_kernel),
 	};
 
 	return cmocka_run_group_tests_name("fastpath: core and the BPF programs, frame by frame", tests, setup,
