@@ -75,7 +75,7 @@ n0=$(gdrop h1 unknown_vtep)
 send_vxlan h3 1001 0x08    # h3 serves only red (1002), not blue
 if wait_drop h1 unknown_vtep "$n0"; then ok "VTEP not serving the VNI: dropped and counted"; else not_ok "VTEP not serving the VNI: dropped and counted"; fi
 
-# (On the kernel fast path, jk_underlay_check on the underlay device makes
+# (On the kernel fast path, jk_underlay_decap on the underlay device makes
 # this check before the kernel's vxlan, which would drop it uncounted.)
 n0=$(gdrop h1 vxlan_flags)
 send_vxlan h2 1001 0x00

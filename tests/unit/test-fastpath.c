@@ -26,9 +26,13 @@
  *     tc program (built here from raw instructions) sets the key with
  *     bpf_skb_set_tunnel_key (local_ipv4 = the sending VTEP: what
  *     get_tunnel_key reads back as remote_ipv4) and tail-calls
- *     jk_from_underlay with the same skb.  The outer ToS is always 0 (Not
- *     ECT): RFC 6040 on decapsulation is the kernel vxlan's, not the
- *     program's; nor are the outer VxLAN checks (jk_underlay_check);
+ *     jk_from_underlay with the same skb.  The outer ToS there is always
+ *     0 (Not ECT): what the kernel's vxlan decapsulates, it has applied
+ *     RFC 6040 to.  The same inner frame then goes whole, outer headers
+ *     and all, through jk_underlay_decap (the program's own
+ *     decapsulation, with RFC 6040 as core's: ingress_ecn sets the outer
+ *     ToS); what it leaves to the kernel is checked apart
+ *     (decap_leaves_to_kernel);
  *   - a test run refuses (EINVAL) a frame shorter than Ethernet, an
  *     IPv4/IPv6 frame shorter than its fixed header, and one longer than
  *     a page less head- and tailroom: no device hands the program those
