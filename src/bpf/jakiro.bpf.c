@@ -91,6 +91,15 @@ struct {
 	__type(value, struct jk_fp_host);
 } jk_host SEC(".maps");
 
+/* When a super-frame last went on to the kernel's vxlan device (ns; see
+ * jk_underlay_decap: keeps frames in order). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, uint32_t);
+	__type(value, uint64_t);
+} jk_gso_left SEC(".maps");
+
 /* The htb leaf of each TCP flow of a shaped vNIC (fastpath.h). */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
@@ -122,6 +131,7 @@ struct pkt {
 	uint16_t sport, dport;
 };
 
+#define JK_FP_GSO_ORDER_NS 10000000ull   /* 10 ms: decap_here */
 #define HDR_PULL 128          /* Ethernet + IPv4 with options + TCP + BTH, if the frame has them */
 
 static __always_inline struct jk_fp_counters *counters(uint32_t id)
@@ -877,17 +887,29 @@ int jk_after_shaper(struct __sk_buff *skb)
 /* Whether the program takes this VxLAN frame (outer IPv4 ip, UDP udp, to
  * this VTEP, I flag seen) whole, or leaves it to the kernel's vxlan
  * device: a single frame (a super-frame's segments are the kernel's to
- * cut), for this host, with an outer header the kernel's IP input would
+ * cut) with no super-frame left to the kernel in the last
+ * JK_FP_GSO_ORDER_NS (the vxlan device delivers from its GRO queue, later
+ * in the softirq: a single frame taken here would overtake a super-frame
+ * of the same flow still queued there), for this host, with an outer header the kernel's IP input would
  * take as it is (no options, a sound checksum, no padding), no UDP
  * checksum to verify, and an IPv4 frame inside. */
 static __always_inline bool decap_here(const struct __sk_buff *skb, const struct jk_ipv4_hdr *ip,
 				       const struct jk_udp_hdr *udp, const void *end)
 {
 	const struct jk_eth_hdr *in = (const void *)(udp + 1) + sizeof(struct jk_vxlan_hdr);
-	uint32_t tot = jk_get16(ip->tot_len);
+	uint32_t zero = 0, tot = jk_get16(ip->tot_len);
+	uint64_t *gso_left = bpf_map_lookup_elem(&jk_gso_left, &zero), now = bpf_ktime_get_ns();
 	int64_t sum;
 
-	if (skb->gso_size || skb->pkt_type != 0 /* PACKET_HOST */ || ip->ver_ihl != 0x45 ||
+	if (skb->gso_size) {
+		if (gso_left)
+			*gso_left = now;
+		return false;
+	}
+	/* Signed: another CPU may have written a later time meanwhile. */
+	if (!gso_left || (int64_t)(now - *gso_left) < (int64_t)JK_FP_GSO_ORDER_NS)
+		return false;
+	if (skb->pkt_type != 0 /* PACKET_HOST */ || ip->ver_ihl != 0x45 ||
 	    tot != skb->len - sizeof(struct jk_eth_hdr) || jk_get16(udp->len) != tot - sizeof(*ip) ||
 	    jk_get16(udp->csum) != 0)
 		return false;
