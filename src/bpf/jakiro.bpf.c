@@ -6,9 +6,12 @@
  *                     IPv4 checks, MTU -> classify -> RCFT (RC QP quota)
  *                     -> VLT -> into a local vNIC (bpf_redirect_peer), or
  *                     a tunnel key and out of the collect_md vxlan device.
- *   jk_underlay_check tcx ingress of the device holding the VTEP address:
+ *   jk_underlay_decap tcx ingress of the device holding the VTEP address:
  *                     core's outer VxLAN checks the kernel's vxlan would
- *                     make without a count (truncated, no I flag).
+ *                     make without a count (truncated, no I flag); a single
+ *                     frame it takes out of the tunnel itself and on as
+ *                     jk_from_underlay does (RFC 6040 as core's); the rest
+ *                     goes on to the kernel's vxlan.
  *   jk_from_underlay  tcx ingress of the vxlan device: what it decapsulated
  *                     (RFC 6040 already applied by the kernel).  VNI served
  *                     -> VTEP serves the VNI -> inner source located at
