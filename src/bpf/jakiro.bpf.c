@@ -778,6 +778,8 @@ static __always_inline int from_underlay(struct __sk_buff *skb, const struct jk_
 	unsigned why;
 	bool arp;
 
+	skb->priority = 0;
+	skb->mark = 0;
 	if (!vtep_serves(vni, h->vtep))
 		return drop(JK_FP_GLOBAL, JK_DROP_UNKNOWN_VNI);
 	if (!vtep_serves(vni, vtep))
@@ -851,8 +853,6 @@ int jk_from_underlay(struct __sk_buff *skb)
 	uint32_t zero = 0;
 	const struct jk_fp_host *h = bpf_map_lookup_elem(&jk_host, &zero);
 
-	skb->priority = 0;
-	skb->mark = 0;
 	if (!h || bpf_skb_get_tunnel_key(skb, &key, sizeof(key), 0))
 		return drop(JK_FP_GLOBAL, JK_DROP_UNDERLAY_TRUNC);
 	return from_underlay(skb, h, (uint32_t)key.tunnel_id, key.remote_ipv4, -1);
@@ -901,17 +901,15 @@ static __always_inline bool decap_here(const struct __sk_buff *skb, const struct
 {
 	const struct jk_eth_hdr *in = (const void *)(udp + 1) + sizeof(struct jk_vxlan_hdr);
 	uint32_t zero = 0, tot = jk_get16(ip->tot_len);
-	uint64_t *gso_left = bpf_map_lookup_elem(&jk_gso_left, &zero), now = bpf_ktime_get_ns();
+	uint64_t *gso_left = bpf_map_lookup_elem(&jk_gso_left, &zero);
 	int64_t sum;
 
+	if (!gso_left)
+		return false;
 	if (skb->gso_size) {
-		if (gso_left)
-			*gso_left = now;
+		*gso_left = bpf_ktime_get_ns();
 		return false;
 	}
-	/* Signed: another CPU may have written a later time meanwhile. */
-	if (!gso_left || (int64_t)(now - *gso_left) < (int64_t)JK_FP_GSO_ORDER_NS)
-		return false;
 	if (skb->pkt_type != 0 /* PACKET_HOST */ || ip->ver_ihl != 0x45 ||
 	    tot != skb->len - sizeof(struct jk_eth_hdr) || jk_get16(udp->len) != tot - sizeof(*ip) ||
 	    jk_get16(udp->csum) != 0)
@@ -923,7 +921,8 @@ static __always_inline bool decap_here(const struct __sk_buff *skb, const struct
 		return false;
 	sum = (sum & 0xffff) + (sum >> 16);
 	sum = (sum & 0xffff) + (sum >> 16);
-	return sum == 0xffff;
+	/* Signed: another CPU may have written a later time meanwhile. */
+	return sum == 0xffff && (int64_t)(bpf_ktime_get_ns() - *gso_left) >= (int64_t)JK_FP_GSO_ORDER_NS;
 }
 
 /* tcx ingress of the device holding the VTEP address.  A VxLAN frame to
@@ -990,8 +989,6 @@ int jk_underlay_decap(struct __sk_buff *skb)
 		return drop(JK_FP_GLOBAL, JK_DROP_TRUNC_ETH);
 	mac_copy(eth->dst, dmac);
 	mac_copy(eth->src, smac);
-	skb->priority = 0;
-	skb->mark = 0;
 	if ((c = counters(JK_FP_GLOBAL)))
 		c->decapped_here++;
 	return from_underlay(skb, h, vni, vtep, outer_tos);

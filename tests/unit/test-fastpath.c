@@ -608,13 +608,39 @@ static int prog_egress(struct twin *t, int from, const uint8_t *frame, uint32_t 
 	return 0;
 }
 
+/* What an ingress program (prog, for the message) did with a frame, from
+ * its return and the counters that moved (after[]): dropped with its one
+ * reason, or delivered (decapped counted once) with the bytes out. */
+static int ingress_verdict(struct twin *t, const char *prog, uint32_t ret, uint32_t out_len,
+			   const struct jk_fp_counters after[TW_LOCALS + 1])
+{
+	struct twin_way *w = &t->prog;
+	uint64_t decapped = after[TW_LOCALS].decapped - t->before[TW_LOCALS].decapped;
+	int why;
+
+	if (ret == TC_ACT_SHOT) {
+		why = one_reason(w->host_drops);
+		w->kind = TW_DROP;
+		w->drop = why < 0 ? JK_DROP_NONE : (unsigned)why;
+		return 0;
+	}
+	if (ret != TC_ACT_REDIRECT || decapped != 1) {
+		snprintf(t->why, sizeof(t->why), "%s returned %u, decapped +%" PRIu64, prog, ret, decapped);
+		return TWIN_DIFFER;
+	}
+	w->kind = TW_LOCAL;
+	w->vnic = received_by(w);
+	keep_bytes(w, t->out, out_len);
+	return 0;
+}
+
 static int prog_ingress(struct twin *t, uint32_t vni, uint32_t src_vtep, const uint8_t *frame, uint32_t len)
 {
 	struct twin_way *w = &t->prog;
 	struct jk_fp_counters after[TW_LOCALS + 1];
 	struct bpf_tunnel_key key = { .tunnel_id = vni, .remote_ipv4 = VTEP_SELF, .local_ipv4 = src_vtep };
 	uint32_t zero = 0, ret, out_len;
-	int r, why;
+	int r;
 
 	if (bpf_map_update_elem(t->stub_key_fd, &zero, &key, BPF_ANY) || snapshot(t)) {
 		snprintf(t->why, sizeof(t->why), "cannot set the tunnel key or read jk_counters: %s", strerror(errno));
@@ -625,25 +651,11 @@ static int prog_ingress(struct twin *t, uint32_t vni, uint32_t src_vtep, const u
 		return r;
 	if (prog_moved(t, w, after))
 		return TWIN_DIFFER;
-	if (ret == TC_ACT_SHOT) {
-		why = one_reason(w->host_drops);
-		w->kind = TW_DROP;
-		w->drop = why < 0 ? JK_DROP_NONE : (unsigned)why;
-		return 0;
-	}
 	if (ret == STUB_NO_TAIL_CALL) {
 		snprintf(t->why, sizeof(t->why), "the tail call into jk_from_underlay failed");
 		return TWIN_DIFFER;
 	}
-	if (ret != TC_ACT_REDIRECT || after[TW_LOCALS].decapped == t->before[TW_LOCALS].decapped) {
-		snprintf(t->why, sizeof(t->why), "jk_from_underlay returned %u, decapped %s", ret,
-			 after[TW_LOCALS].decapped == t->before[TW_LOCALS].decapped ? "unchanged" : "counted");
-		return TWIN_DIFFER;
-	}
-	w->kind = TW_LOCAL;
-	w->vnic = received_by(w);
-	keep_bytes(w, t->out, out_len);
-	return 0;
+	return ingress_verdict(t, "jk_from_underlay", ret, out_len, after);
 }
 
 /* The frame the underlay device hands jk_underlay_decap: inner frame of
@@ -697,7 +709,7 @@ static int prog_decap(struct twin *t, uint32_t vni, uint32_t src_vtep, uint8_t o
 	struct twin_way *w = &t->prog;
 	struct jk_fp_counters after[TW_LOCALS + 1];
 	uint32_t ret, out_len, n = outer_frame(outer, vni, src_vtep, outer_tos, frame, len);
-	int r, why;
+	int r;
 
 	*left = false;
 	if (gso_left_clear(t) || snapshot(t)) {
@@ -713,23 +725,12 @@ static int prog_decap(struct twin *t, uint32_t vni, uint32_t src_vtep, uint8_t o
 		*left = true;
 		return 0;
 	}
-	if (ret == TC_ACT_SHOT) {
-		why = one_reason(w->host_drops);
-		w->kind = TW_DROP;
-		w->drop = why < 0 ? JK_DROP_NONE : (unsigned)why;
-		return 0;
-	}
-	if (ret != TC_ACT_REDIRECT || after[TW_LOCALS].decapped_here != t->before[TW_LOCALS].decapped_here + 1 ||
-	    after[TW_LOCALS].decapped != t->before[TW_LOCALS].decapped + 1) {
-		snprintf(t->why, sizeof(t->why), "jk_underlay_decap returned %u, decapped +%" PRIu64 ", here +%" PRIu64,
-			 ret, after[TW_LOCALS].decapped - t->before[TW_LOCALS].decapped,
+	if (ret == TC_ACT_REDIRECT && after[TW_LOCALS].decapped_here != t->before[TW_LOCALS].decapped_here + 1) {
+		snprintf(t->why, sizeof(t->why), "jk_underlay_decap delivered, decapped_here +%" PRIu64,
 			 after[TW_LOCALS].decapped_here - t->before[TW_LOCALS].decapped_here);
 		return TWIN_DIFFER;
 	}
-	w->kind = TW_LOCAL;
-	w->vnic = received_by(w);
-	keep_bytes(w, t->out, out_len);
-	return 0;
+	return ingress_verdict(t, "jk_underlay_decap", ret, out_len, after);
 }
 
 static const char *said(const struct twin_way *w)
