@@ -67,6 +67,7 @@ static void take_snapshot(struct jk_metrics *m)
 	jk_dp_snapshot(d->dp, &s->dp);
 	if (d->ebpf)
 		s->dp.rcft_entries = d->ebpf_rcft_entries;
+	s->decapped_in_program = d->ebpf ? d->ebpf_decapped_here : 0;
 	for (uint16_t id = 0; id < JK_MAX_VNICS; id++) {
 		const struct jk_vnic *v = jk_dp_vnic(d->dp, id);
 		struct jk_metrics_vnic *mv = &s->vnics[s->n_vnics];

@@ -40,6 +40,8 @@ struct jk_metrics_snapshot {
 	uint64_t start_time_ms;             /* when jakirod started, ms since the Unix epoch */
 	struct jk_dp_snapshot dp;           /* datapath counters and table fill */
 	uint32_t vlt_max, nft_max, rcft_max;   /* table capacities, entries */
+	uint64_t decapped_in_program;       /* of dp.cnt.decapped, those the fast path's underlay program
+	                                     * took out of the tunnel itself (0 on the user datapath) */
 	uint64_t cp_rev_seen, cp_rev_applied;  /* control plane (0, 0 without one) */
 	bool cp_connected;
 	unsigned n_vnics;

@@ -275,6 +275,10 @@ static void datapath(struct out *o, const struct jk_metrics_snapshot *s)
 		family(o, plain[f].name, "counter", plain[f].help);
 		sample(o, plain[f].name, NULL, field_u64(c, plain[f].field));
 	}
+	family(o, "jakiro_decapsulated_in_program_packets_total", "counter",
+	       "Of the decapsulated packets, those the kernel fast path's underlay program took out of the tunnel "
+	       "itself (0 on the user datapath).");
+	sample(o, "jakiro_decapsulated_in_program_packets_total", NULL, s->decapped_in_program);
 	family(o, "jakiro_shaper_held_packets", "gauge", "Packets held in all DHTB shaper queues now.");
 	sample(o, "jakiro_shaper_held_packets", NULL, s->dp.held);
 }

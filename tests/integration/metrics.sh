@@ -64,6 +64,15 @@ check "b1 egress ICMP packets counted (other: $(sample "$WORK/m1.ping" "$(b1 pac
 check "b2 ingress ICMP bytes counted at h2 ($(sample "$WORK/m2.ping" "$(b2 bytes ingress other)"))" \
 	gt "$(sample "$WORK/m2.ping" "$(b2 bytes ingress other)")" 0
 check "h1 encapsulated packets counted" gt "$(sample "$WORK/m1.ping" jakiro_encapsulated_packets_total)" 0
+check "h2 decapsulated packets counted" gt "$(sample "$WORK/m2.ping" jakiro_decapsulated_packets_total)" 0
+# The fast path's underlay program takes single frames out of the tunnel
+# itself (docs/fastpath.md): ping's are; the user datapath has no program.
+in_program=$(sample "$WORK/m2.ping" jakiro_decapsulated_in_program_packets_total)
+if [ "$DATAPATH" = ebpf ]; then
+	check "h2's program decapsulated ping's frames itself ($in_program)" gt "${in_program:-0}" 0
+else
+	check "no program on the user datapath: decapsulated in program 0" test "$in_program" = 0
+fi
 
 iperf_server b2 5201 || not_ok "iperf3 server on b2"
 check "iperf3 b1 -> b2" lab exec b1 -- timeout 20 iperf3 -c 10.0.0.2 -t 2

@@ -27,6 +27,8 @@ static struct jk_metrics_snapshot *snap_new(void)
 	s->dp.rcft_entries = 2;
 	s->dp.cnt.drops[JK_DROP_NO_ROUTE] = 5;
 	s->dp.cnt.encapped = 99;
+	s->dp.cnt.decapped = 60;
+	s->decapped_in_program = 42;
 	s->n_vnics = 2;
 	v = &s->vnics[0];
 	strcpy(v->name, "b1");
@@ -105,6 +107,8 @@ static void names_and_labels(void **state)
 	assert_line(t, "jakiro_rcft_qp_quota{vnic=\"b1\",vpc=\"blue\"} 16");
 	assert_line(t, "jakiro_nft_reserve{vnic=\"b1\",vpc=\"blue\"} 256");
 	assert_line(t, "jakiro_encapsulated_packets_total 99");
+	assert_line(t, "jakiro_decapsulated_packets_total 60");
+	assert_line(t, "jakiro_decapsulated_in_program_packets_total 42");
 	assert_line(t, "jakiro_control_connected 0");
 	assert_line(t, "jakiro_control_revision_lag 0");
 	free(t);
