@@ -103,6 +103,18 @@ struct jk_fp_host {
 	uint32_t shaper_ifindex;  /* the egress shaper's veth (its htb; docs/fastpath.md), 0: none */
 };
 
+/* Frames jk_underlay_decap leaves to the kernel's vxlan device, in order
+ * (docs/fastpath.md, "Order"): each one left carries its number in
+ * skb->mark through the kernel's decapsulation and GRO queue, and
+ * jk_from_underlay notes the latest number it sees come out.  While
+ * out != left a frame may still be queued there, and a single frame the
+ * program took itself could overtake it. */
+struct jk_fp_order {
+	uint64_t left_ns;         /* when the latest one was left (bpf_ktime_get_ns) */
+	uint32_t left;            /* frames left so far: the latest one's number (0 is never a frame's) */
+	uint32_t out;             /* the number of the latest one seen coming out */
+};
+
 /* The DHTB on the kernel fast path (docs/fastpath.md, "Isolation"): the
  * program runs core's arithmetic (core/dhtb_tb.h) on every packet of a
  * vNIC with a rate, marks or drops RDMA, and hands every packet to the

@@ -94,14 +94,14 @@ struct {
 	__type(value, struct jk_fp_host);
 } jk_host SEC(".maps");
 
-/* When a super-frame last went on to the kernel's vxlan device (ns; see
- * jk_underlay_decap: keeps frames in order). */
+/* Frames left to the kernel's vxlan device and seen coming out of it
+ * (fastpath.h; jk_underlay_decap keeps frames in order with it). */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, uint32_t);
-	__type(value, uint64_t);
-} jk_gso_left SEC(".maps");
+	__type(value, struct jk_fp_order);
+} jk_order SEC(".maps");
 
 /* The htb leaf of each TCP flow of a shaped vNIC (fastpath.h). */
 struct {
@@ -134,7 +134,7 @@ struct pkt {
 	uint16_t sport, dport;
 };
 
-#define JK_FP_GSO_ORDER_NS 10000000ull   /* 10 ms: decap_here */
+#define JK_FP_ORDER_NS 10000000ull   /* 10 ms: decap_here's bound on a frame left that never came out */
 #define HDR_PULL 128          /* Ethernet + IPv4 with options + TCP + BTH, if the frame has them */
 
 static __always_inline struct jk_fp_counters *counters(uint32_t id)
@@ -850,9 +850,14 @@ SEC("tc")
 int jk_from_underlay(struct __sk_buff *skb)
 {
 	struct bpf_tunnel_key key = {};
-	uint32_t zero = 0;
+	uint32_t zero = 0, n = skb->mark;
 	const struct jk_fp_host *h = bpf_map_lookup_elem(&jk_host, &zero);
+	struct jk_fp_order *o = bpf_map_lookup_elem(&jk_order, &zero);
 
+	/* The number jk_underlay_decap gave the frame when it left it to the
+	 * kernel (a frame the kernel's GRO merged carries its first's). */
+	if (o && n && (int32_t)(n - o->out) > 0)
+		o->out = n;
 	if (!h || bpf_skb_get_tunnel_key(skb, &key, sizeof(key), 0))
 		return drop(JK_FP_GLOBAL, JK_DROP_UNDERLAY_TRUNC);
 	return from_underlay(skb, h, (uint32_t)key.tunnel_id, key.remote_ipv4, -1);
@@ -890,26 +895,23 @@ int jk_after_shaper(struct __sk_buff *skb)
 /* Whether the program takes this VxLAN frame (outer IPv4 ip, UDP udp, to
  * this VTEP, I flag seen) whole, or leaves it to the kernel's vxlan
  * device: a single frame (a super-frame's segments are the kernel's to
- * cut) with no super-frame left to the kernel in the last
- * JK_FP_GSO_ORDER_NS (the vxlan device delivers from its GRO queue, later
- * in the softirq: a single frame taken here would overtake a super-frame
- * of the same flow still queued there), for this host, with an outer header the kernel's IP input would
+ * cut) for this host, with an outer header the kernel's IP input would
  * take as it is (no options, a sound checksum, no padding), no UDP
- * checksum to verify, and an IPv4 frame inside. */
+ * checksum to verify and an IPv4 frame inside, while every frame left to
+ * the kernel before it has come out (o; the vxlan device delivers from
+ * its GRO queue, later in the softirq: a single frame taken here would
+ * overtake one of its flow still queued there), or the latest was left
+ * JK_FP_ORDER_NS ago (one the kernel dropped, or merged into another,
+ * never comes out). */
 static __always_inline bool decap_here(const struct __sk_buff *skb, const struct jk_ipv4_hdr *ip,
-				       const struct jk_udp_hdr *udp, const void *end)
+				       const struct jk_udp_hdr *udp, const void *end, const struct jk_fp_order *o)
 {
 	const struct jk_eth_hdr *in = (const void *)(udp + 1) + sizeof(struct jk_vxlan_hdr);
-	uint32_t zero = 0, tot = jk_get16(ip->tot_len);
-	uint64_t *gso_left = bpf_map_lookup_elem(&jk_gso_left, &zero);
+	uint32_t tot = jk_get16(ip->tot_len);
 	int64_t sum;
 
-	if (!gso_left)
+	if (skb->gso_size)
 		return false;
-	if (skb->gso_size) {
-		*gso_left = bpf_ktime_get_ns();
-		return false;
-	}
 	if (skb->pkt_type != 0 /* PACKET_HOST */ || ip->ver_ihl != 0x45 ||
 	    tot != skb->len - sizeof(struct jk_eth_hdr) || jk_get16(udp->len) != tot - sizeof(*ip) ||
 	    jk_get16(udp->csum) != 0)
@@ -921,8 +923,18 @@ static __always_inline bool decap_here(const struct __sk_buff *skb, const struct
 		return false;
 	sum = (sum & 0xffff) + (sum >> 16);
 	sum = (sum & 0xffff) + (sum >> 16);
+	if (sum != 0xffff)
+		return false;
 	/* Signed: another CPU may have written a later time meanwhile. */
-	return sum == 0xffff && (int64_t)(bpf_ktime_get_ns() - *gso_left) >= (int64_t)JK_FP_GSO_ORDER_NS;
+	return o->out == o->left || (int64_t)(bpf_ktime_get_ns() - o->left_ns) >= (int64_t)JK_FP_ORDER_NS;
+}
+
+/* Leaves the frame to the kernel's vxlan device, numbered (jk_order). */
+static __always_inline int leave_to_kernel(struct __sk_buff *skb, struct jk_fp_order *o)
+{
+	skb->mark = __sync_fetch_and_add(&o->left, 1) + 1;
+	o->left_ns = bpf_ktime_get_ns();
+	return TC_ACT_OK;
 }
 
 /* tcx ingress of the device holding the VTEP address.  A VxLAN frame to
@@ -937,6 +949,7 @@ int jk_underlay_decap(struct __sk_buff *skb)
 {
 	uint32_t zero = 0, vni, vtep;
 	const struct jk_fp_host *h = bpf_map_lookup_elem(&jk_host, &zero);
+	struct jk_fp_order *o = bpf_map_lookup_elem(&jk_order, &zero);
 	uint8_t dmac[JK_ETH_ALEN], smac[JK_ETH_ALEN], outer_tos;
 	void *data, *end;
 	struct jk_eth_hdr *eth, *in;
@@ -946,7 +959,7 @@ int jk_underlay_decap(struct __sk_buff *skb)
 	struct jk_fp_counters *c;
 	uint32_t ihl;
 
-	if (!h)
+	if (!h || !o)
 		return TC_ACT_OK;
 	pull(skb);
 	data = (void *)(long)skb->data;
@@ -967,11 +980,11 @@ int jk_underlay_decap(struct __sk_buff *skb)
 		return drop(JK_FP_GLOBAL, JK_DROP_TRUNC_VXLAN);
 	if (!(vx->flags & JK_VXLAN_FLAG_I))
 		return drop(JK_FP_GLOBAL, JK_DROP_VXLAN_FLAGS);
-	if (!decap_here(skb, ip, udp, end))
-		return TC_ACT_OK;
+	if (!decap_here(skb, ip, udp, end, o))
+		return leave_to_kernel(skb, o);
 	in = (void *)(vx + 1);
 	if ((void *)(in + 1) > end)        /* decap_here saw it: for the verifier */
-		return TC_ACT_OK;
+		return leave_to_kernel(skb, o);
 	vni = jk_vxlan_vni(vx);
 	vtep = jk_get32(ip->saddr);
 	outer_tos = ip->tos;
@@ -981,7 +994,7 @@ int jk_underlay_decap(struct __sk_buff *skb)
 	 * Ethernet header stays and takes the inner one's addresses (its type
 	 * is IPv4 already). */
 	if (bpf_skb_adjust_room(skb, -(int)(JK_VXLAN_OVERHEAD), BPF_ADJ_ROOM_MAC, 0))
-		return TC_ACT_OK;
+		return leave_to_kernel(skb, o);
 	data = (void *)(long)skb->data;
 	end = (void *)(long)skb->data_end;
 	eth = data;

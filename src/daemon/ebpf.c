@@ -406,9 +406,21 @@ bool jk_ebpf_adoptable(struct jakirod *d, const char *ifname)
 	return access(path, F_OK) == 0;
 }
 
+/* Whether the programs loaded have a map of this name. */
+static bool map_is_ours(const struct jk_ebpf *e, const char *name)
+{
+	struct bpf_map *m;
+
+	bpf_object__for_each_map(m, e->skel->obj)
+		if (strcmp(bpf_map__name(m), name) == 0)
+			return true;
+	return false;
+}
+
 /* Links pinned for devices no vNIC uses now (vNICs a killed jakirod had
  * that the configuration no longer has): unhooked, and a veth jakirod
- * made removed. */
+ * made removed.  Maps an earlier build pinned that these programs do not
+ * have are unpinned. */
 void jk_ebpf_sweep_leftovers(struct jakirod *d)
 {
 	struct jk_ebpf *e = d->ebpf;
@@ -422,6 +434,11 @@ void jk_ebpf_sweep_leftovers(struct jakirod *d)
 		bool used = false;
 		char path[PATH_MAX];
 
+		if (strncmp(de->d_name, "jk_", 3) == 0 && !map_is_ours(e, de->d_name)) {
+			snprintf(path, sizeof(path), "%s/%s", e->pin_dir, de->d_name);
+			unlink(path);
+			continue;
+		}
 		if (strncmp(de->d_name, "link-", 5) != 0 || strlen(de->d_name) < 8 || de->d_name[6] != '-')
 			continue;
 		for (unsigned i = 0; i < JK_MAX_VNICS && !used; i++)

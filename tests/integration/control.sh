@@ -88,6 +88,11 @@ wait_until 5 sh -c "! kill -0 $pid" || true
 if [ "$DATAPATH" = ebpf ]; then
 	# The kernel fast path outlives its daemon (pinned programs and maps).
 	check "killed daemon: the kernel still forwards" ip netns exec "$ns" ping -c 2 -i 0.2 -W 1 10.0.0.2
+	# A map an earlier build pinned, which these programs no longer have
+	# (session 25 renamed jk_gso_left): the new daemon unpins it.
+	stale=/sys/fs/bpf/jakiro/$(stat -c %i "/run/netns/${LAB_PREFIX}-h1")-h1/jk_gso_left
+	check "an older build's map pinned beside the others" \
+		bpftool map create "$stale" type array key 4 value 8 entries 1 name jk_gso_left
 else
 	check "TAP gone with the killed daemon" wait_until 5 sh -c "! ip -n $ns link show eth0"
 fi
@@ -98,6 +103,7 @@ check "restarted daemon answers" wait_until 10 lab ctl h1 -- show vnics
 check "run-time vNIC restored" sh -c "$LAB ctl h1 -- show vnics | grep -q '^blue5 .*10.0.0.5 .* 1400 '"
 check "restored vNIC works" wait_until 10 ip netns exec "$ns" ping -c 1 -W 1 10.0.0.2
 [ "$DATAPATH" = ebpf ] && check "restarted daemon took the fast path over" grep -q "took over" "$WORK/h1-restart.log"
+[ "$DATAPATH" = ebpf ] && check "... and unpinned the map its programs do not have" test ! -e "$stale"
 
 # Delete: the address stops working at once.
 check "vnic del" lab ctl h1 -- vnic del blue5

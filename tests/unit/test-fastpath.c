@@ -50,6 +50,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <bpf/bpf.h>
@@ -689,14 +690,32 @@ static uint32_t outer_frame(uint8_t *b, uint32_t vni, uint32_t src_vtep, uint8_t
 	return hdr + len;
 }
 
-/* No super-frame went on to the kernel's vxlan lately: the program takes
- * single frames again (jk_gso_left, see decap_here). */
-static int gso_left_clear(struct twin *t)
+/* jk_order (fastpath.h) as a test wants it: frames left to the kernel's
+ * vxlan device so far, the latest seen coming out, when the latest was
+ * left (0: long ago; ORDER_JUST_NOW: never 10 ms ago, however slowly the
+ * test runs). */
+#define ORDER_JUST_NOW ((uint64_t)INT64_MAX)
+
+static int order_set(struct twin *t, uint32_t left, uint32_t out, uint64_t left_ns)
+{
+	struct jk_fp_order o = { .left_ns = left_ns, .left = left, .out = out };
+	uint32_t zero = 0;
+
+	return bpf_map_update_elem(bpf_map__fd(t->skel->maps.jk_order), &zero, &o, BPF_ANY);
+}
+
+static int order_get(struct twin *t, struct jk_fp_order *o)
 {
 	uint32_t zero = 0;
-	uint64_t never = 0;
 
-	return bpf_map_update_elem(bpf_map__fd(t->skel->maps.jk_gso_left), &zero, &never, BPF_ANY);
+	return bpf_map_lookup_elem(bpf_map__fd(t->skel->maps.jk_order), &zero, o);
+}
+
+/* Everything left to the kernel's vxlan has come out of it: the program
+ * takes single frames itself (decap_here). */
+static int order_clear(struct twin *t)
+{
+	return order_set(t, 0, 0, 0);
 }
 
 /* The same inner frame through jk_underlay_decap, outer ToS and all.  A
@@ -712,8 +731,8 @@ static int prog_decap(struct twin *t, uint32_t vni, uint32_t src_vtep, uint8_t o
 	int r;
 
 	*left = false;
-	if (gso_left_clear(t) || snapshot(t)) {
-		snprintf(t->why, sizeof(t->why), "cannot clear jk_gso_left or read jk_counters: %s", strerror(errno));
+	if (order_clear(t) || snapshot(t)) {
+		snprintf(t->why, sizeof(t->why), "cannot clear jk_order or read jk_counters: %s", strerror(errno));
 		return TWIN_DIFFER;
 	}
 	r = test_run(t, bpf_program__fd(t->skel->progs.jk_underlay_decap), outer, n, &ret, &out_len);
@@ -1531,18 +1550,23 @@ static void ingress_ecn(void **state)
 }
 
 /* Runs jk_underlay_decap on an outer frame; TC_ACT_OK and no counter
- * moved is "left to the kernel's vxlan device". */
-static void leaves(struct env *env, const char *what, const uint8_t *frame, uint32_t len, uint32_t gso_size)
+ * moved is "left to the kernel's vxlan device".  Returns the number the
+ * frame was left with (skb->mark, jk_order), and marks it left just now. */
+static uint32_t leaves(struct env *env, const char *what, const uint8_t *frame, uint32_t len, uint32_t gso_size)
 {
 	struct twin *t = env->t;
 	struct __sk_buff ctx = { .ifindex = LO_IFINDEX, .gso_size = gso_size, .gso_segs = gso_size ? 2 : 0 };
 	LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = frame, .data_size_in = len, .data_out = t->out,
-		    .data_size_out = sizeof(t->out), .ctx_in = &ctx, .ctx_size_in = sizeof(ctx));
+		    .data_size_out = sizeof(t->out), .ctx_in = &ctx, .ctx_size_in = sizeof(ctx), .ctx_out = &ctx,
+		    .ctx_size_out = sizeof(ctx));
 	struct jk_fp_counters after;
+	struct jk_fp_order order;
 
 	assert_int_equal(snapshot(t), 0);
 	if (bpf_prog_test_run_opts(bpf_program__fd(t->skel->progs.jk_underlay_decap), &o))
 		fail_msg("%s: BPF_PROG_TEST_RUN: %s", what, strerror(errno));
+	assert_int_equal(order_get(t, &order), 0);
+	assert_int_equal(order_set(t, order.left, order.out, ORDER_JUST_NOW), 0);
 	assert_int_equal(prog_counters(t, JK_FP_GLOBAL, &after), 0);
 	if (o.retval != TC_ACT_OK || after.decapped_here != t->before[TW_LOCALS].decapped_here ||
 	    memcmp(after.v.drops, t->before[TW_LOCALS].v.drops, sizeof(after.v.drops)) != 0)
@@ -1550,6 +1574,95 @@ static void leaves(struct env *env, const char *what, const uint8_t *frame, uint
 			 o.retval, after.decapped_here - t->before[TW_LOCALS].decapped_here);
 	if (o.data_size_out != len || memcmp(t->out, frame, len) != 0)
 		fail_msg("%s: the frame changed on its way to the kernel", what);
+	if (ctx.mark != order.left)
+		fail_msg("%s: left with number %u, jk_order says %u were left", what, ctx.mark, order.left);
+	return ctx.mark;
+}
+
+/* Runs jk_underlay_decap on a single outer frame that it must take itself. */
+static void taken(struct env *env, const char *what, const uint8_t *frame, uint32_t len)
+{
+	struct twin *t = env->t;
+	uint32_t ret, out_len;
+	struct jk_fp_counters after;
+
+	assert_int_equal(snapshot(t), 0);
+	assert_int_equal(test_run(t, bpf_program__fd(t->skel->progs.jk_underlay_decap), frame, len, &ret, &out_len), 0);
+	assert_int_equal(prog_counters(t, JK_FP_GLOBAL, &after), 0);
+	if (ret != TC_ACT_REDIRECT || after.decapped_here != t->before[TW_LOCALS].decapped_here + 1)
+		fail_msg("%s: returned %u, decapped here +%" PRIu64 " (wanted the program's own decapsulation)", what,
+			 ret, after.decapped_here - t->before[TW_LOCALS].decapped_here);
+}
+
+/* The inner frame comes out of the kernel's vxlan device into
+ * jk_from_underlay (the tunnel key stub), carrying number n. */
+static void comes_out(struct env *env, const uint8_t *inner, uint32_t len, uint32_t n)
+{
+	struct twin *t = env->t;
+	struct bpf_tunnel_key key = { .tunnel_id = VNI_1, .remote_ipv4 = VTEP_SELF, .local_ipv4 = VTEP_2 };
+	struct __sk_buff ctx = { .ifindex = LO_IFINDEX, .mark = n };
+	LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = inner, .data_size_in = len, .data_out = t->out,
+		    .data_size_out = sizeof(t->out), .ctx_in = &ctx, .ctx_size_in = sizeof(ctx));
+	uint32_t zero = 0;
+
+	assert_int_equal(bpf_map_update_elem(t->stub_key_fd, &zero, &key, BPF_ANY), 0);
+	if (bpf_prog_test_run_opts(t->stub_fd, &o))
+		fail_msg("frame %u out of the kernel: BPF_PROG_TEST_RUN: %s", n, strerror(errno));
+	assert_int_not_equal(o.retval, STUB_NO_TAIL_CALL);
+}
+
+static void order_is(struct env *env, uint32_t left, uint32_t out)
+{
+	struct jk_fp_order o;
+
+	assert_int_equal(order_get(env->t, &o), 0);
+	if (o.left != left || o.out != out)
+		fail_msg("jk_order: %u left, latest out %u (wanted %u, %u)", o.left, o.out, left, out);
+}
+
+/* Frames left to the kernel's vxlan device are numbered, jk_from_underlay
+ * notes the latest that comes out, and a single frame is the program's
+ * to take only when every frame left before it has come out (a frame of
+ * its flow still queued in the kernel would be overtaken), or when the
+ * latest was left 10 ms ago. */
+static void decap_keeps_order(void **state)
+{
+	static uint8_t outer[256], inner[256];
+	struct env *env = *state;
+	struct timespec now;
+	uint32_t n, in_len, super, behind, another;
+
+	need_programs(env);
+	udp(MAC_C, IP_C, MAC_A, IP_A, 53, 100, true);
+	memcpy(inner, f.b, f.len);
+	in_len = f.len;
+	n = outer_frame(outer, VNI_1, VTEP_2, 0, f.b, f.len);
+
+	assert_int_equal(order_set(env->t, 41, 41, 0), 0);
+	super = leaves(env, "a super-frame", outer, n, 1000);
+	behind = leaves(env, "a single frame behind it", outer, n, 0);
+	assert_int_equal(super, 42);
+	assert_int_equal(behind, 43);
+	comes_out(env, inner, in_len, super);
+	order_is(env, 43, 42);
+	another = leaves(env, "a single frame while the one behind the super-frame is in the kernel", outer, n, 0);
+	comes_out(env, inner, in_len, another);       /* out of order: another CPU's queue */
+	comes_out(env, inner, in_len, behind);
+	comes_out(env, inner, in_len, 0);             /* not one of ours */
+	order_is(env, 44, 44);
+	taken(env, "a single frame once all left have come out", outer, n);
+
+	/* The latest number wraps to 0, which never comes out: the 10 ms bound. */
+	assert_int_equal(order_set(env->t, UINT32_MAX - 1, UINT32_MAX - 1, 0), 0);
+	assert_int_equal(leaves(env, "frame 2^32 - 1", outer, n, 1000), UINT32_MAX);
+	comes_out(env, inner, in_len, UINT32_MAX);
+	taken(env, "a single frame after frame 2^32 - 1 came out", outer, n);
+	assert_int_equal(leaves(env, "frame 2^32 (number 0)", outer, n, 1000), 0);
+	leaves(env, "a single frame behind the one numbered 0", outer, n, 0);
+	assert_int_equal(clock_gettime(CLOCK_MONOTONIC, &now), 0);
+	assert_int_equal(order_set(env->t, 1, UINT32_MAX,
+				   (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec - 20000000u), 0);
+	taken(env, "a single frame 20 ms after a frame that never came out", outer, n);
 }
 
 /* What jk_underlay_decap leaves to the kernel's vxlan device (which then
@@ -1572,7 +1685,7 @@ static void decap_leaves_to_kernel(void **state)
 	n = outer_frame(outer, VNI_1, VTEP_2, 0, f.b, f.len);
 	leaves(env, "a super-frame (gso_size set)", outer, n, 1000);
 	leaves(env, "a single frame right after a super-frame (it would overtake it)", outer, n, 0);
-	assert_int_equal(gso_left_clear(env->t), 0);
+	assert_int_equal(order_clear(env->t), 0);
 	outer_udp->csum = jk_put16(0x1234);
 	leaves(env, "a UDP checksum to verify", outer, n, 0);
 	outer_udp->csum = jk_put16(0);
@@ -1594,7 +1707,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(programs_load), cmocka_unit_test(egress_arp), cmocka_unit_test(egress_ipv4),
 		cmocka_unit_test(egress_roce),   cmocka_unit_test(ingress),     cmocka_unit_test(ingress_ecn),
-		cmocka_unit_test(decap_leaves_to_kernel),
+		cmocka_unit_test(decap_leaves_to_kernel), cmocka_unit_test(decap_keeps_order),
 	};
 
 	return cmocka_run_group_tests_name("fastpath: core and the BPF programs, frame by frame", tests, setup,
