@@ -929,9 +929,13 @@ static __always_inline bool decap_here(const struct __sk_buff *skb, const struct
 	return o->out == o->left || (int64_t)(bpf_ktime_get_ns() - o->left_ns) >= (int64_t)JK_FP_ORDER_NS;
 }
 
-/* Leaves the frame to the kernel's vxlan device, numbered (jk_order). */
+/* Leaves the frame to the kernel's vxlan device, numbered (jk_order); one
+ * for another host is not (the kernel's IP input drops it: it would
+ * never come out). */
 static __always_inline int leave_to_kernel(struct __sk_buff *skb, struct jk_fp_order *o)
 {
+	if (skb->pkt_type != 0 /* PACKET_HOST */)
+		return TC_ACT_OK;
 	skb->mark = __sync_fetch_and_add(&o->left, 1) + 1;
 	o->left_ns = bpf_ktime_get_ns();
 	return TC_ACT_OK;
