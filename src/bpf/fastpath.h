@@ -105,7 +105,7 @@ struct jk_fp_host {
 
 /* Frames jk_underlay_decap leaves to the kernel's vxlan device, in order
  * (docs/fastpath.md, "Order"): each one left carries its number in
- * skb->mark through the kernel's decapsulation and GRO queue, and
+ * skb->priority through the kernel's decapsulation and GRO queue, and
  * jk_from_underlay notes the latest number it sees come out.  While
  * out != left a frame may still be queued there, and a single frame the
  * program took itself could overtake it. */

@@ -850,12 +850,14 @@ SEC("tc")
 int jk_from_underlay(struct __sk_buff *skb)
 {
 	struct bpf_tunnel_key key = {};
-	uint32_t zero = 0, n = skb->mark;
+	uint32_t zero = 0, n = skb->priority;
 	const struct jk_fp_host *h = bpf_map_lookup_elem(&jk_host, &zero);
 	struct jk_fp_order *o = bpf_map_lookup_elem(&jk_order, &zero);
 
 	/* The number jk_underlay_decap gave the frame when it left it to the
-	 * kernel (a frame the kernel's GRO merged carries its first's). */
+	 * kernel (a frame the kernel's GRO merged carries its first's), in its
+	 * priority: the mark may be the host's own (fwmark rules, netfilter),
+	 * and nothing on the way in reads the priority. */
 	if (o && n && (int32_t)(n - o->out) > 0)
 		o->out = n;
 	if (!h || bpf_skb_get_tunnel_key(skb, &key, sizeof(key), 0))
@@ -936,7 +938,7 @@ static __always_inline int leave_to_kernel(struct __sk_buff *skb, struct jk_fp_o
 {
 	if (skb->pkt_type != 0 /* PACKET_HOST */)
 		return TC_ACT_OK;
-	skb->mark = __sync_fetch_and_add(&o->left, 1) + 1;
+	skb->priority = __sync_fetch_and_add(&o->left, 1) + 1;
 	o->left_ns = bpf_ktime_get_ns();
 	return TC_ACT_OK;
 }

@@ -1551,7 +1551,7 @@ static void ingress_ecn(void **state)
 
 /* Runs jk_underlay_decap on an outer frame; TC_ACT_OK and no counter
  * moved is "left to the kernel's vxlan device".  Returns the number the
- * frame was left with (skb->mark, jk_order), and marks it left just now. */
+ * frame was left with (skb->priority, jk_order), and marks it left just now. */
 static uint32_t leaves(struct env *env, const char *what, const uint8_t *frame, uint32_t len, uint32_t gso_size)
 {
 	struct twin *t = env->t;
@@ -1574,9 +1574,9 @@ static uint32_t leaves(struct env *env, const char *what, const uint8_t *frame, 
 			 o.retval, after.decapped_here - t->before[TW_LOCALS].decapped_here);
 	if (o.data_size_out != len || memcmp(t->out, frame, len) != 0)
 		fail_msg("%s: the frame changed on its way to the kernel", what);
-	if (ctx.mark != 0 && ctx.mark != order.left)      /* 0: not numbered */
-		fail_msg("%s: left with number %u, jk_order says %u were left", what, ctx.mark, order.left);
-	return ctx.mark;
+	if (ctx.priority != 0 && ctx.priority != order.left)      /* 0: not numbered */
+		fail_msg("%s: left with number %u, jk_order says %u were left", what, ctx.priority, order.left);
+	return ctx.priority;
 }
 
 /* Runs jk_underlay_decap on a single outer frame that it must take itself. */
@@ -1600,7 +1600,7 @@ static void comes_out(struct env *env, const uint8_t *inner, uint32_t len, uint3
 {
 	struct twin *t = env->t;
 	struct bpf_tunnel_key key = { .tunnel_id = VNI_1, .remote_ipv4 = VTEP_SELF, .local_ipv4 = VTEP_2 };
-	struct __sk_buff ctx = { .ifindex = LO_IFINDEX, .mark = n };
+	struct __sk_buff ctx = { .ifindex = LO_IFINDEX, .priority = n };
 	LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = inner, .data_size_in = len, .data_out = t->out,
 		    .data_size_out = sizeof(t->out), .ctx_in = &ctx, .ctx_size_in = sizeof(ctx));
 	uint32_t zero = 0;
