@@ -704,13 +704,6 @@ static int order_set(struct twin *t, uint32_t left, uint32_t out, uint64_t left_
 	return bpf_map_update_elem(bpf_map__fd(t->skel->maps.jk_order), &zero, &o, BPF_ANY);
 }
 
-static int order_get(struct twin *t, struct jk_fp_order *o)
-{
-	uint32_t zero = 0;
-
-	return bpf_map_lookup_elem(bpf_map__fd(t->skel->maps.jk_order), &zero, o);
-}
-
 /* Everything left to the kernel's vxlan has come out of it: the program
  * takes single frames itself (decap_here). */
 static int order_clear(struct twin *t)
@@ -1547,6 +1540,13 @@ static void ingress_ecn(void **state)
 			verdict(env, name, r);
 		}
 	differences(env);
+}
+
+static int order_get(struct twin *t, struct jk_fp_order *o)
+{
+	uint32_t zero = 0;
+
+	return bpf_map_lookup_elem(bpf_map__fd(t->skel->maps.jk_order), &zero, o);
 }
 
 /* Runs jk_underlay_decap on an outer frame; TC_ACT_OK and no counter
