@@ -104,11 +104,17 @@ struct jk_fp_host {
 };
 
 /* Frames jk_underlay_decap leaves to the kernel's vxlan device, in order
- * (docs/fastpath.md, "Order"): each one left carries its number in
- * skb->priority through the kernel's decapsulation and GRO queue, and
- * jk_from_underlay notes the latest number it sees come out.  While
- * out != left a frame may still be queued there, and a single frame the
- * program took itself could overtake it. */
+ * (docs/fastpath.md, "Order"), one per CPU: the kernel's vxlan queues a
+ * frame for its GRO pass on the CPU that received it, and delivers it
+ * there.  jk_underlay_decap numbers each frame it leaves (skb->priority,
+ * which the kernel's decapsulation and GRO keep) and counts it in left;
+ * jk_from_underlay, on the same CPU, sets out to the number of each frame
+ * that comes out.  While out != left a frame may still be queued there,
+ * and a single frame the program took itself could overtake it; after
+ * JK_FP_ORDER_NS the program stops waiting (a frame the kernel dropped, or
+ * merged into an earlier one's skb, never comes out). */
+#define JK_FP_ORDER_NS 10000000ull   /* 10 ms */
+
 struct jk_fp_order {
 	uint64_t left_ns;         /* when the latest one was left (bpf_ktime_get_ns) */
 	uint32_t left;            /* frames left so far: the latest one's number (0 is never a frame's) */

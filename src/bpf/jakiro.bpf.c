@@ -22,6 +22,7 @@
  * nothing here segments.
  */
 #include <linux/bpf.h>
+#include <linux/if_packet.h>
 #include <linux/pkt_cls.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -94,10 +95,10 @@ struct {
 	__type(value, struct jk_fp_host);
 } jk_host SEC(".maps");
 
-/* Frames left to the kernel's vxlan device and seen coming out of it
- * (fastpath.h; jk_underlay_decap keeps frames in order with it). */
+/* Frames left to the kernel's vxlan device and seen coming out of it, per
+ * CPU (fastpath.h; jk_underlay_decap keeps frames in order with it). */
 struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, uint32_t);
 	__type(value, struct jk_fp_order);
@@ -134,7 +135,6 @@ struct pkt {
 	uint16_t sport, dport;
 };
 
-#define JK_FP_ORDER_NS 10000000ull   /* 10 ms: decap_here's bound on a frame left that never came out */
 #define HDR_PULL 128          /* Ethernet + IPv4 with options + TCP + BTH, if the frame has them */
 
 static __always_inline struct jk_fp_counters *counters(uint32_t id)
@@ -846,6 +846,15 @@ static __always_inline int from_underlay(struct __sk_buff *skb, const struct jk_
 	return deliver_in(skb, to, v, &p);
 }
 
+/* Whether n is the number of a frame left on this CPU that had not come
+ * out yet: after out and at most left, compared as PSNs are (the numbers
+ * wrap).  A priority a frame brought from elsewhere, not one of ours, is
+ * almost never in that window. */
+static __always_inline bool order_pending(const struct jk_fp_order *o, uint32_t n)
+{
+	return n && (int32_t)(n - o->out) > 0 && (int32_t)(o->left - n) >= 0;
+}
+
 SEC("tc")
 int jk_from_underlay(struct __sk_buff *skb)
 {
@@ -858,7 +867,7 @@ int jk_from_underlay(struct __sk_buff *skb)
 	 * kernel (a frame the kernel's GRO merged carries its first's), in its
 	 * priority: the mark may be the host's own (fwmark rules, netfilter),
 	 * and nothing on the way in reads the priority. */
-	if (o && n && (int32_t)(n - o->out) > 0)
+	if (o && order_pending(o, n))
 		o->out = n;
 	if (!h || bpf_skb_get_tunnel_key(skb, &key, sizeof(key), 0))
 		return drop(JK_FP_GLOBAL, JK_DROP_UNDERLAY_TRUNC);
@@ -914,7 +923,7 @@ static __always_inline bool decap_here(const struct __sk_buff *skb, const struct
 
 	if (skb->gso_size)
 		return false;
-	if (skb->pkt_type != 0 /* PACKET_HOST */ || ip->ver_ihl != 0x45 ||
+	if (skb->pkt_type != PACKET_HOST || ip->ver_ihl != 0x45 ||
 	    tot != skb->len - sizeof(struct jk_eth_hdr) || jk_get16(udp->len) != tot - sizeof(*ip) ||
 	    jk_get16(udp->csum) != 0)
 		return false;
@@ -931,14 +940,14 @@ static __always_inline bool decap_here(const struct __sk_buff *skb, const struct
 	return o->out == o->left || (int64_t)(bpf_ktime_get_ns() - o->left_ns) >= (int64_t)JK_FP_ORDER_NS;
 }
 
-/* Leaves the frame to the kernel's vxlan device, numbered (jk_order); one
- * for another host is not (the kernel's IP input drops it: it would
- * never come out). */
+/* Leaves the frame to the kernel's vxlan device, numbered (jk_order, this
+ * CPU's); one for another host is not (the kernel's IP input drops it: it
+ * would never come out). */
 static __always_inline int leave_to_kernel(struct __sk_buff *skb, struct jk_fp_order *o)
 {
-	if (skb->pkt_type != 0 /* PACKET_HOST */)
+	if (skb->pkt_type == PACKET_OTHERHOST)
 		return TC_ACT_OK;
-	skb->priority = __sync_fetch_and_add(&o->left, 1) + 1;
+	skb->priority = ++o->left;
 	o->left_ns = bpf_ktime_get_ns();
 	return TC_ACT_OK;
 }
@@ -973,8 +982,10 @@ int jk_underlay_decap(struct __sk_buff *skb)
 	eth = data;
 	ip = (void *)(eth + 1);
 	if ((void *)(ip + 1) > end || jk_get16(eth->type) != JK_ETHERTYPE_IPV4 || ip->proto != JK_IPPROTO_UDP ||
-	    jk_get32(ip->daddr) != h->vtep || (jk_get16(ip->frag_off) & JK_IP_FRAG_MASK))
+	    jk_get32(ip->daddr) != h->vtep)
 		return TC_ACT_OK;
+	if (jk_get16(ip->frag_off) & JK_IP_FRAG_MASK)    /* a later fragment: VxLAN for all we know */
+		return leave_to_kernel(skb, o);
 	ihl = (uint32_t)(ip->ver_ihl & 0x0f) * 4;
 	if (ihl < sizeof(*ip) || ihl > 60)
 		return TC_ACT_OK;

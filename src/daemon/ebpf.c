@@ -434,9 +434,12 @@ void jk_ebpf_sweep_leftovers(struct jakirod *d)
 		bool used = false;
 		char path[PATH_MAX];
 
+		/* In the pin directory only maps have jk_ names (links: link-). */
 		if (strncmp(de->d_name, "jk_", 3) == 0 && !map_is_ours(e, de->d_name)) {
 			snprintf(path, sizeof(path), "%s/%s", e->pin_dir, de->d_name);
-			unlink(path);
+			if (unlink(path) == 0)
+				fprintf(stderr, "jakirod: %s: unpinned %s, a map an earlier build left\n",
+					d->conf->host, de->d_name);
 			continue;
 		}
 		if (strncmp(de->d_name, "link-", 5) != 0 || strlen(de->d_name) < 8 || de->d_name[6] != '-')

@@ -43,6 +43,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -696,12 +697,19 @@ static uint32_t outer_frame(uint8_t *b, uint32_t vni, uint32_t src_vtep, uint8_t
  * test runs). */
 #define ORDER_JUST_NOW ((uint64_t)INT64_MAX)
 
+#define ORDER_CPUS 1024    /* more than libbpf_num_possible_cpus() anywhere this runs */
+
 static int order_set(struct twin *t, uint32_t left, uint32_t out, uint64_t left_ns)
 {
-	struct jk_fp_order o = { .left_ns = left_ns, .left = left, .out = out };
+	static struct jk_fp_order all[ORDER_CPUS];    /* every CPU's the same (a per-CPU map) */
+	int ncpu = libbpf_num_possible_cpus();
 	uint32_t zero = 0;
 
-	return bpf_map_update_elem(bpf_map__fd(t->skel->maps.jk_order), &zero, &o, BPF_ANY);
+	if (ncpu <= 0 || ncpu > ORDER_CPUS)
+		return -1;
+	for (int c = 0; c < ncpu; c++)
+		all[c] = (struct jk_fp_order){ .left_ns = left_ns, .left = left, .out = out };
+	return bpf_map_update_elem(bpf_map__fd(t->skel->maps.jk_order), &zero, all, BPF_ANY);
 }
 
 /* Everything left to the kernel's vxlan has come out of it: the program
@@ -952,12 +960,27 @@ struct env {
 	bool verbose;                         /* TWIN_VERBOSE set: every frame's verdict */
 };
 
+/* The CPU the cmocka tests run on (setup pins them there): the one whose
+ * jk_order the programs' test runs use. */
+static int order_cpu = -1;
+
 static int setup(void **state)
 {
 	struct env *env = calloc(1, sizeof(*env));
 
 	if (!env)
 		return -1;
+	/* The programs' test runs use the jk_order of the CPU they run on
+	 * (a per-CPU map): every case runs on this one. */
+	order_cpu = sched_getcpu();
+	if (order_cpu >= 0) {
+		cpu_set_t one;
+
+		CPU_ZERO(&one);
+		CPU_SET(order_cpu, &one);
+		if (sched_setaffinity(0, sizeof(one), &one))
+			order_cpu = -1;
+	}
 	/* A refusal is reported by every case: a failure, not a skip. */
 	env->t = twin_open(env->load_error, sizeof(env->load_error));
 	env->verbose = getenv("TWIN_VERBOSE") != NULL;
@@ -1544,15 +1567,32 @@ static void ingress_ecn(void **state)
 
 static int order_get(struct twin *t, struct jk_fp_order *o)
 {
+	static struct jk_fp_order all[ORDER_CPUS];
+	int ncpu = libbpf_num_possible_cpus();
 	uint32_t zero = 0;
 
-	return bpf_map_lookup_elem(bpf_map__fd(t->skel->maps.jk_order), &zero, o);
+	if (ncpu <= 0 || ncpu > ORDER_CPUS || order_cpu < 0 || order_cpu >= ncpu ||
+	    bpf_map_lookup_elem(bpf_map__fd(t->skel->maps.jk_order), &zero, all))
+		return -1;
+	*o = all[order_cpu];
+	return 0;
+}
+
+static uint64_t monotonic_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);       /* bpf_ktime_get_ns's clock */
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 /* Runs jk_underlay_decap on an outer frame; TC_ACT_OK and no counter
- * moved is "left to the kernel's vxlan device".  Returns the number the
- * frame was left with (skb->priority, jk_order), and marks it left just now. */
-static uint32_t leaves(struct env *env, const char *what, const uint8_t *frame, uint32_t len, uint32_t gso_size)
+ * moved is "left to the kernel's vxlan device".  A frame the kernel would
+ * deliver must leave numbered (skb->priority the next of jk_order's, and
+ * the time it was left written), one it drops not.  Returns the number,
+ * and marks the frame left just now, however slowly the test goes on. */
+static uint32_t leaves(struct env *env, const char *what, const uint8_t *frame, uint32_t len, uint32_t gso_size,
+		       bool numbered)
 {
 	struct twin *t = env->t;
 	struct __sk_buff ctx = { .ifindex = LO_IFINDEX, .gso_size = gso_size, .gso_segs = gso_size ? 2 : 0 };
@@ -1560,12 +1600,23 @@ static uint32_t leaves(struct env *env, const char *what, const uint8_t *frame, 
 		    .data_size_out = sizeof(t->out), .ctx_in = &ctx, .ctx_size_in = sizeof(ctx), .ctx_out = &ctx,
 		    .ctx_size_out = sizeof(ctx));
 	struct jk_fp_counters after;
-	struct jk_fp_order order;
+	struct jk_fp_order before, order;
+	uint64_t t0, t1;
 
 	assert_int_equal(snapshot(t), 0);
+	assert_int_equal(order_get(t, &before), 0);
+	t0 = monotonic_ns();
 	if (bpf_prog_test_run_opts(bpf_program__fd(t->skel->progs.jk_underlay_decap), &o))
 		fail_msg("%s: BPF_PROG_TEST_RUN: %s", what, strerror(errno));
+	t1 = monotonic_ns();
 	assert_int_equal(order_get(t, &order), 0);
+	if (numbered && (ctx.priority != before.left + 1 || order.left != ctx.priority || order.left_ns < t0 ||
+			 order.left_ns > t1))
+		fail_msg("%s: left with number %u at %" PRIu64 " (wanted %u, between %" PRIu64 " and %" PRIu64
+			 "), jk_order says %u were left", what, ctx.priority, order.left_ns, before.left + 1, t0, t1,
+			 order.left);
+	if (!numbered && (ctx.priority != 0 || order.left != before.left))
+		fail_msg("%s: numbered %u (jk_order: %u left), but the kernel drops it", what, ctx.priority, order.left);
 	assert_int_equal(order_set(t, order.left, order.out, ORDER_JUST_NOW), 0);
 	assert_int_equal(prog_counters(t, JK_FP_GLOBAL, &after), 0);
 	if (o.retval != TC_ACT_OK || after.decapped_here != t->before[TW_LOCALS].decapped_here ||
@@ -1574,8 +1625,6 @@ static uint32_t leaves(struct env *env, const char *what, const uint8_t *frame, 
 			 o.retval, after.decapped_here - t->before[TW_LOCALS].decapped_here);
 	if (o.data_size_out != len || memcmp(t->out, frame, len) != 0)
 		fail_msg("%s: the frame changed on its way to the kernel", what);
-	if (ctx.priority != 0 && ctx.priority != order.left)      /* 0: not numbered */
-		fail_msg("%s: left with number %u, jk_order says %u were left", what, ctx.priority, order.left);
 	return ctx.priority;
 }
 
@@ -1629,7 +1678,6 @@ static void decap_keeps_order(void **state)
 {
 	static uint8_t outer[256], inner[256];
 	struct env *env = *state;
-	struct timespec now;
 	uint32_t n, in_len, super, behind, another;
 
 	need_programs(env);
@@ -1639,29 +1687,36 @@ static void decap_keeps_order(void **state)
 	n = outer_frame(outer, VNI_1, VTEP_2, 0, f.b, f.len);
 
 	assert_int_equal(order_set(env->t, 41, 41, 0), 0);
-	super = leaves(env, "a super-frame", outer, n, 1000);
-	behind = leaves(env, "a single frame behind it", outer, n, 0);
+	super = leaves(env, "a super-frame", outer, n, 1000, true);
+	behind = leaves(env, "a single frame behind it", outer, n, 0, true);
 	assert_int_equal(super, 42);
 	assert_int_equal(behind, 43);
 	comes_out(env, inner, in_len, super);
 	order_is(env, 43, 42);
-	another = leaves(env, "a single frame while the one behind the super-frame is in the kernel", outer, n, 0);
-	comes_out(env, inner, in_len, another);       /* out of order: another CPU's queue */
+	another = leaves(env, "a single frame while the one behind the super-frame is in the kernel", outer, n, 0,
+			 true);
+	comes_out(env, inner, in_len, another);       /* out of order (GRO held the other) */
 	comes_out(env, inner, in_len, behind);
 	comes_out(env, inner, in_len, 0);             /* not one of ours */
 	order_is(env, 44, 44);
 	taken(env, "a single frame once all left have come out", outer, n);
 
+	/* A priority a frame brought from elsewhere is not a number of ours:
+	 * ahead of what was left, or long out. */
+	assert_int_equal(leaves(env, "another super-frame", outer, n, 1000, true), 45);
+	assert_int_equal(leaves(env, "a single frame behind it", outer, n, 0, true), 46);
+	comes_out(env, inner, in_len, 47);
+	comes_out(env, inner, in_len, 7);
+	order_is(env, 46, 44);
+
 	/* The latest number wraps to 0, which never comes out: the 10 ms bound. */
 	assert_int_equal(order_set(env->t, UINT32_MAX - 1, UINT32_MAX - 1, 0), 0);
-	assert_int_equal(leaves(env, "frame 2^32 - 1", outer, n, 1000), UINT32_MAX);
+	assert_int_equal(leaves(env, "frame 2^32 - 1", outer, n, 1000, true), UINT32_MAX);
 	comes_out(env, inner, in_len, UINT32_MAX);
 	taken(env, "a single frame after frame 2^32 - 1 came out", outer, n);
-	assert_int_equal(leaves(env, "frame 2^32 (number 0)", outer, n, 1000), 0);
-	leaves(env, "a single frame behind the one numbered 0", outer, n, 0);
-	assert_int_equal(clock_gettime(CLOCK_MONOTONIC, &now), 0);
-	assert_int_equal(order_set(env->t, 1, UINT32_MAX,
-				   (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec - 20000000u), 0);
+	assert_int_equal(leaves(env, "frame 2^32 (number 0)", outer, n, 1000, true), 0);
+	leaves(env, "a single frame behind the one numbered 0", outer, n, 0, true);
+	assert_int_equal(order_set(env->t, 1, UINT32_MAX, monotonic_ns() - 2 * JK_FP_ORDER_NS), 0);
 	taken(env, "a single frame 20 ms after a frame that never came out", outer, n);
 }
 
@@ -1683,23 +1738,26 @@ static void decap_leaves_to_kernel(void **state)
 	assert_false(left);
 
 	n = outer_frame(outer, VNI_1, VTEP_2, 0, f.b, f.len);
-	leaves(env, "a super-frame (gso_size set)", outer, n, 1000);
-	leaves(env, "a single frame right after a super-frame (it would overtake it)", outer, n, 0);
+	leaves(env, "a super-frame (gso_size set)", outer, n, 1000, true);
+	leaves(env, "a single frame right after a super-frame (it would overtake it)", outer, n, 0, true);
 	assert_int_equal(order_clear(env->t), 0);
 	outer_udp->csum = jk_put16(0x1234);
-	leaves(env, "a UDP checksum to verify", outer, n, 0);
+	leaves(env, "a UDP checksum to verify", outer, n, 0, true);
 	outer_udp->csum = jk_put16(0);
 	ip->csum.raw ^= 0x0101;
-	leaves(env, "a bad outer IPv4 checksum", outer, n, 0);
+	leaves(env, "a bad outer IPv4 checksum", outer, n, 0, true);
 	n = outer_frame(outer, VNI_1, VTEP_2, 0, f.b, f.len);
 	outer[n++] = 0;                       /* a trailer after the outer datagram */
-	leaves(env, "bytes past the outer datagram", outer, n, 0);
+	leaves(env, "bytes past the outer datagram", outer, n, 0, true);
+	n = outer_frame(outer, VNI_1, VTEP_2, 0, f.b, f.len);
+	ip->frag_off = jk_put16(1);           /* a later fragment (offset 8): VxLAN for all the program knows */
+	leaves(env, "a later IPv4 fragment", outer, n, 0, true);
 	n = outer_frame(outer, VNI_1, VTEP_2, 0, f.b, f.len);
 	memcpy(outer, MAC_A, 6);             /* not the device's own MAC: PACKET_OTHERHOST */
-	assert_int_equal(leaves(env, "another host's frame (not numbered: the kernel drops it)", outer, n, 0), 0);
+	leaves(env, "another host's frame", outer, n, 0, false);
 	arp(1, MAC_C, MAC_C, IP_C, IP_A);
 	n = outer_frame(outer, VNI_1, VTEP_2, 0, f.b, f.len);
-	leaves(env, "ARP inside", outer, n, 0);
+	leaves(env, "ARP inside", outer, n, 0, true);
 }
 
 int main(void)
