@@ -936,7 +936,7 @@ static __always_inline bool decap_here(const struct __sk_buff *skb, const struct
 	sum = (sum & 0xffff) + (sum >> 16);
 	if (sum != 0xffff)
 		return false;
-	/* Signed: another CPU may have written a later time meanwhile. */
+	/* Signed: a time ahead of now (as a test may write) reads as just now. */
 	return o->out == o->left || (int64_t)(bpf_ktime_get_ns() - o->left_ns) >= (int64_t)JK_FP_ORDER_NS;
 }
 

@@ -406,17 +406,6 @@ bool jk_ebpf_adoptable(struct jakirod *d, const char *ifname)
 	return access(path, F_OK) == 0;
 }
 
-/* Whether the programs loaded have a map of this name. */
-static bool map_is_ours(const struct jk_ebpf *e, const char *name)
-{
-	struct bpf_map *m;
-
-	bpf_object__for_each_map(m, e->skel->obj)
-		if (strcmp(bpf_map__name(m), name) == 0)
-			return true;
-	return false;
-}
-
 /* Links pinned for devices no vNIC uses now (vNICs a killed jakirod had
  * that the configuration no longer has): unhooked, and a veth jakirod
  * made removed.  Maps an earlier build pinned that these programs do not
@@ -435,7 +424,7 @@ void jk_ebpf_sweep_leftovers(struct jakirod *d)
 		char path[PATH_MAX];
 
 		/* In the pin directory only maps have jk_ names (links: link-). */
-		if (strncmp(de->d_name, "jk_", 3) == 0 && !map_is_ours(e, de->d_name)) {
+		if (strncmp(de->d_name, "jk_", 3) == 0 && !bpf_object__find_map_by_name(e->skel->obj, de->d_name)) {
 			snprintf(path, sizeof(path), "%s/%s", e->pin_dir, de->d_name);
 			if (unlink(path) == 0)
 				fprintf(stderr, "jakirod: %s: unpinned %s, a map an earlier build left\n",

@@ -636,15 +636,23 @@ static int ingress_verdict(struct twin *t, const char *prog, uint32_t ret, uint3
 	return 0;
 }
 
+/* The tunnel key the stub gives the next frame: VNI vni, from src_vtep. */
+static int stub_key_set(struct twin *t, uint32_t vni, uint32_t src_vtep)
+{
+	struct bpf_tunnel_key key = { .tunnel_id = vni, .remote_ipv4 = VTEP_SELF, .local_ipv4 = src_vtep };
+	uint32_t zero = 0;
+
+	return bpf_map_update_elem(t->stub_key_fd, &zero, &key, BPF_ANY);
+}
+
 static int prog_ingress(struct twin *t, uint32_t vni, uint32_t src_vtep, const uint8_t *frame, uint32_t len)
 {
 	struct twin_way *w = &t->prog;
 	struct jk_fp_counters after[TW_LOCALS + 1];
-	struct bpf_tunnel_key key = { .tunnel_id = vni, .remote_ipv4 = VTEP_SELF, .local_ipv4 = src_vtep };
-	uint32_t zero = 0, ret, out_len;
+	uint32_t ret, out_len;
 	int r;
 
-	if (bpf_map_update_elem(t->stub_key_fd, &zero, &key, BPF_ANY) || snapshot(t)) {
+	if (stub_key_set(t, vni, src_vtep) || snapshot(t)) {
 		snprintf(t->why, sizeof(t->why), "cannot set the tunnel key or read jk_counters: %s", strerror(errno));
 		return TWIN_DIFFER;
 	}
@@ -1648,13 +1656,11 @@ static void taken(struct env *env, const char *what, const uint8_t *frame, uint3
 static void comes_out(struct env *env, const uint8_t *inner, uint32_t len, uint32_t n)
 {
 	struct twin *t = env->t;
-	struct bpf_tunnel_key key = { .tunnel_id = VNI_1, .remote_ipv4 = VTEP_SELF, .local_ipv4 = VTEP_2 };
 	struct __sk_buff ctx = { .ifindex = LO_IFINDEX, .priority = n };
 	LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = inner, .data_size_in = len, .data_out = t->out,
 		    .data_size_out = sizeof(t->out), .ctx_in = &ctx, .ctx_size_in = sizeof(ctx));
-	uint32_t zero = 0;
 
-	assert_int_equal(bpf_map_update_elem(t->stub_key_fd, &zero, &key, BPF_ANY), 0);
+	assert_int_equal(stub_key_set(t, VNI_1, VTEP_2), 0);
 	if (bpf_prog_test_run_opts(t->stub_fd, &o))
 		fail_msg("frame %u out of the kernel: BPF_PROG_TEST_RUN: %s", n, strerror(errno));
 	assert_int_not_equal(o.retval, STUB_NO_TAIL_CALL);
