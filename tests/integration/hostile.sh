@@ -259,35 +259,51 @@ fi
 
 # 3b. The shared packet pool: a1, shaped to 4 Mbit/s for this, floods
 # 1-byte UDP datagrams (43-byte frames, ~40 Mbit/s from one Python loop)
-# for 3 s; its shaper queue fills to its share of half the pool in packets
-# (2048 / 2 vNICs / 2 directions), not the ~6,000 its 256 KiB byte limit
+# while the test samples and pings; its shaper queue fills to its share
+# of half the pool in packets (2048 / 2 vNICs / 2 directions), not the ~6,000 its 256 KiB byte limit
 # would let such frames take, and a tenant of another VPC keeps
 # forwarding (pings answered).  On the kernel fast path there is no pool:
 # a1's queue is its own htb leaf's bfifo, bounded in bytes; the neighbour
 # must still forward.
 check "vnic set a1 rate 4mbit" lab ctl h1 -- vnic set a1 rate 4mbit
-lab exec a1 -- python3 -c "
-import socket, time
+# The flood runs until the test says stop (a file), at most 90 s; it says
+# it has begun (another file) after its first datagram, so the sampling
+# below starts with the flood, not with Python's start-up.  Each sample
+# is a `jakiroctl show stats` that takes seconds on this 2-core machine
+# while the flood and the datapath hold both cores, so sampling is bounded
+# in samples and time, not in a count of sleeps.
+rm -f "$WORK/flood.begun" "$WORK/flood.stop"
+lab_bg exec a1 -- python3 -c "
+import os, socket, time
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 s.setblocking(False)
-end = time.monotonic() + 3
-while time.monotonic() < end:
+end = time.monotonic() + 90
+n = 0
+while time.monotonic() < end and not (n % 256 == 0 and os.path.exists('$WORK/flood.stop')):
     try:
         s.sendto(b'x', ('10.0.0.2', 9))
     except OSError:
         time.sleep(0.0001)
-" &
+    n += 1
+    if n == 1:
+        open('$WORK/flood.begun', 'w').close()
+"
 flood=$!
-held_max=0 q_max=0
-for _ in $(seq 12); do
+wait_until 10 test -e "$WORK/flood.begun" || not_ok "the flood began" "no datagram sent in 10 s"
+held_max=0 q_max=0 samples=0 sampling_ends=$((SECONDS + 30))
+# at least 3 samples; on the user datapath on until the queue passed 256
+# packets (it stays full while the flood runs), for at most 30 s
+while [ "$samples" -lt 3 ] || { [ "$DATAPATH" = user ] && [ "$q_max" -le 256 ] && [ "$SECONDS" -lt "$sampling_ends" ]; }; do
 	read -r held q < <(stat_of h1 "s['datapath']['held'], s['vnics']['a1']['dhtb']['egress']['queue_packets']" | tr -d '(),')
 	[ "$held" -gt "$held_max" ] && held_max=$held
 	[ "$q" -gt "$q_max" ] && q_max=$q
-	sleep 0.1        # sampling the counters while the flood runs, not waiting for it
+	samples=$((samples + 1))
 done
 pings=$(lab exec r1 -- ping -c 20 -i 0.05 -W 1 10.0.0.2 | sed -n 's/.* \([0-9]*\) received.*/\1/p')
+kill -0 "$flood" 2>/dev/null || not_ok "the flood still ran while r1 pinged" "it had ended"
+touch "$WORK/flood.stop"
 wait "$flood"
-echo "# during the flood: a1's egress queue peaked at $q_max packets, all queues at $held_max; r1 got $pings of 20 pings back"
+echo "# during the flood ($samples samples): a1's egress queue peaked at $q_max packets, all queues at $held_max; r1 got $pings of 20 pings back"
 if [ "$DATAPATH" = user ]; then
 	check "a flood of tiny frames fills its queue ($q_max packets > 256) ..." test "$q_max" -gt 256
 	check "... but holds at most its share of the pool (512 packets): $q_max" test "$q_max" -le 512
