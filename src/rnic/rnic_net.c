@@ -205,13 +205,15 @@ static void open_ring(struct rnic_dev *dev, int fd)
 	/* The kernel mapped every page of the ring, but a hypervisor that
 	 * shadows the guest's page tables (this project's PVM machines) traps
 	 * each page's first access from user space: 7.3 us a page, measured,
-	 * so the first pass through the ring's 2048 frames made Open MPI's
-	 * 8 B round trip 23-31 us instead of 15-18.  Paid here once (7.5 ms
-	 * for the 1024 pages, at device open), with a write that changes
-	 * nothing: an atomic OR of 0 on each frame's status, so a frame the
-	 * kernel filled meanwhile keeps it. */
+	 * and Open MPI's 8 B round trip took 31-36 us for its first ~2,000
+	 * (the first pass through the ring's 2048 frames), 18-20 after.
+	 * Paid here once (7.5 ms for the 1024 pages, at device open), with a
+	 * write that changes nothing: an atomic OR of 0 on each frame's
+	 * status, so a frame the kernel filled meanwhile keeps it (volatile:
+	 * a compiler may turn an RMW that changes nothing into a load). */
 	for (uint32_t i = 0; i < RNIC_RING_FRAMES; i++)
-		(void)__atomic_fetch_or(&ring_frame(dev, i)->tp_status, 0u, __ATOMIC_RELAXED);
+		(void)__atomic_fetch_or((volatile uint32_t *)&ring_frame(dev, i)->tp_status, 0u,
+					__ATOMIC_RELAXED);
 }
 
 /* The receive filter.  Offsets from the Ethernet header (SOCK_RAW).  Keeps

@@ -267,7 +267,7 @@ fi
 # must still forward.
 check "vnic set a1 rate 4mbit" lab ctl h1 -- vnic set a1 rate 4mbit
 # The flood runs until the test says stop (a file), at most 90 s; it says
-# it has begun (another file) after its first datagram, so the sampling
+# it has begun (another file) after its first send, so the sampling
 # below starts with the flood, not with Python's start-up.  Each sample
 # is a `jakiroctl show stats` that takes seconds on this 2-core machine
 # while the flood and the datapath hold both cores, so sampling is bounded
@@ -287,7 +287,7 @@ while time.monotonic() < end and not (n % 256 == 0 and os.path.exists('$WORK/flo
     n += 1
     if n == 1:
         open('$WORK/flood.begun', 'w').close()
-"
+" > "$WORK/flood.log" 2>&1   # not tests/run's pipe: held open if this script is killed
 flood=$!
 wait_until 10 test -e "$WORK/flood.begun" || not_ok "the flood began" "no datagram sent in 10 s"
 held_max=0 q_max=0 samples=0 sampling_ends=$((SECONDS + 30))
