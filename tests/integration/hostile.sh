@@ -260,9 +260,9 @@ fi
 # 3b. The shared packet pool: a1, shaped to 4 Mbit/s for this, floods
 # 1-byte UDP datagrams (43-byte frames, ~40 Mbit/s from one Python loop)
 # while the test samples and pings; its shaper queue fills to its share
-# of half the pool in packets (2048 / 2 vNICs / 2 directions), not the ~6,000 its 256 KiB byte limit
-# would let such frames take, and a tenant of another VPC keeps
-# forwarding (pings answered).  On the kernel fast path there is no pool:
+# of half the pool in packets (2048 / 2 vNICs / 2 directions), not the
+# ~6,000 its 256 KiB byte limit would let such frames take, and a tenant
+# of another VPC keeps forwarding (pings answered).  On the kernel fast path there is no pool:
 # a1's queue is its own htb leaf's bfifo, bounded in bytes; the neighbour
 # must still forward.
 check "vnic set a1 rate 4mbit" lab ctl h1 -- vnic set a1 rate 4mbit
