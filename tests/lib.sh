@@ -60,6 +60,24 @@ check_fails() {
 	fi
 }
 
+# A librdmacm example's exit status, as the test should take it: STATUS
+# itself, except rping's teardown race.  rping before mid-2025 (Debian 12
+# ships rdma-core 44) never stops its CM event thread: when the last event arrives
+# just as main destroys the event channel, the thread's next
+# rdma_get_cm_event fails with EBADF and the process exits 255 after a
+# test that passed (rdma-core pull request #1622, "rping: Fix spurious
+# failure return codes", fixed it with an eventfd).  Taken as 0 only when
+# that message is the output's last line and REGEX (the last ping) is in it.
+cm_example_status() {   # STATUS LOG REGEX
+	if [ "$1" -eq 255 ] && [ "$(tail -n 1 "$2")" = "rdma_get_cm_event: Bad file descriptor" ] &&
+	   grep -qE "$3" "$2"; then
+		echo "# $2: rping's teardown race (exit 255 after the last ping), taken as passed" >&2
+		echo 0
+	else
+		echo "$1"
+	fi
+}
+
 # Each try runs traced in a subshell, its output and trace kept, so that at
 # the deadline the values the condition last compared can be shown
 # ("+ test 412 -ge 600"): a check that timed out says why.  So a condition

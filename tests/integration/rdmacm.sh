@@ -63,8 +63,13 @@ cm_pair() {
 		not_ok "$name" "server did not bind port $port: $(tail -3 "$log.srv" | tr '\n' ' ')"
 		kill $spid 2>/dev/null; wait $spid 2>/dev/null; return 1
 	fi
-	if lab exec --verbs "$cli" -- timeout 60 "${ccmd[@]}" > "$log.cli" 2>&1 &&
-	   wait $spid && grep -qE "$rc_re" "$log.cli" && grep -qE "$rs_re" "$log.srv"; then
+	lab exec --verbs "$cli" -- timeout 60 "${ccmd[@]}" > "$log.cli" 2>&1
+	local crc sst
+	crc=$(cm_example_status $? "$log.cli" "$rc_re")
+	[ "$crc" -eq 0 ] || kill $spid 2>/dev/null
+	wait $spid
+	sst=$(cm_example_status $? "$log.srv" "$rs_re")
+	if [ "$crc" -eq 0 ] && [ "$sst" -eq 0 ] && grep -qE "$rc_re" "$log.cli" && grep -qE "$rs_re" "$log.srv"; then
 		ok "$name: $(grep -E "$rc_re" "$log.cli" | tail -1 | tr -s ' \t' ' ')"
 	else
 		not_ok "$name" "$(tail -n 3 "$log.cli" "$log.srv" | tr '\n' ' ')"

@@ -173,9 +173,9 @@ cm_pair() {
 	fi
 	# shellcheck disable=SC2086
 	lab exec "$c" -- timeout 180 $ccmd > "$WORK/cm.cli" 2>&1
-	rc=$?
+	rc=$(cm_example_status $? "$WORK/cm.cli" "$re")
 	wait $srv
-	src=$?
+	src=$(cm_example_status $? "$WORK/cm.srv" "$re")
 	if [ $rc -eq 0 ] && [ $src -eq 0 ] && grep -qE "$re" "$WORK/cm.cli" && grep -qE "$re" "$WORK/cm.srv"; then
 		ok "$name: $(grep -hE "$re" "$WORK/cm.cli" | tail -1 | tr -s ' ')"
 	else
