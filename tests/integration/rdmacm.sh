@@ -263,10 +263,15 @@ lab_bg exec --verbs blue2 -- timeout 60 rping -s -a 10.0.0.2 -p 7201 -C 5 -V -v 
 p1=$!
 lab_bg exec --verbs blue2 -- timeout 60 rping -s -a 10.0.0.2 -p 7202 -C 7 -V -v > "$WORK/two2.srv" 2>&1
 p2=$!
+# rping_ran LOG LAST STATUS: rping's STATUS, its teardown race aside (tests/lib.sh)
+rping_ran() { [ "$(cm_example_status "$3" "$1" "$2")" -eq 0 ]; }
 if wait_until 10 cm_bound blue2 7201 && wait_until 10 cm_bound blue2 7202 &&
-   lab exec --verbs blue1 -- timeout 60 rping -c -a 10.0.0.2 -p 7202 -C 7 -V -v > "$WORK/two2.cli" 2>&1 &&
-   lab exec --verbs blue1 -- timeout 60 rping -c -a 10.0.0.2 -p 7201 -C 5 -V -v > "$WORK/two1.cli" 2>&1 &&
-   wait $p1 && wait $p2 &&
+   { lab exec --verbs blue1 -- timeout 60 rping -c -a 10.0.0.2 -p 7202 -C 7 -V -v > "$WORK/two2.cli" 2>&1
+     rping_ran "$WORK/two2.cli" "rdma-ping-6" $?; } &&
+   { lab exec --verbs blue1 -- timeout 60 rping -c -a 10.0.0.2 -p 7201 -C 5 -V -v > "$WORK/two1.cli" 2>&1
+     rping_ran "$WORK/two1.cli" "rdma-ping-4" $?; } &&
+   { wait $p1; rping_ran "$WORK/two1.srv" "rdma-ping-4" $?; } &&
+   { wait $p2; rping_ran "$WORK/two2.srv" "rdma-ping-6" $?; } &&
    grep -q "server ping data: rdma-ping-4" "$WORK/two1.srv" && ! grep -q "rdma-ping-5" "$WORK/two1.srv" &&
    grep -q "server ping data: rdma-ping-6" "$WORK/two2.srv"; then
 	ok "two rping servers in one tenant, ports 7201 and 7202: each served its own client"
