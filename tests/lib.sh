@@ -77,6 +77,7 @@ cm_example_status() {   # STATUS LOG REGEX
 		echo "$1"
 	fi
 }
+cm_example_ok() { [ "$(cm_example_status "$@")" -eq 0 ]; }   # STATUS LOG REGEX
 
 # Each try runs traced in a subshell, its output and trace kept, so that at
 # the deadline the values the condition last compared can be shown

@@ -11,7 +11,6 @@ when the default set converges; the others are reported.
     e5_dcqcn.py [--out DIR] [--quick] [--prefix P] [--rate MBIT]
 """
 import os
-import statistics
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -48,11 +47,7 @@ def run(outdir, quick=False, prefix="e5x", rate_mbit=200):
     for name, params, t0, rlog, codes, dh in runs:
         mean = iso.mbps_between(data[KEYS["rdma"]], t0 + settle, t0 + d - 0.3)
         tcp = iso.mbps_between(data[KEYS["tcp"]], t0 + settle, t0 + d - 0.3)
-        wins, t = [], t0 + settle
-        while t + 0.25 <= t0 + d - 0.3:
-            wins.append(iso.mbps_between(data[KEYS["rdma"]], t, t + 0.25))
-            t += 0.25
-        cv = statistics.pstdev(wins) / statistics.mean(wins) if wins and statistics.mean(wins) > 0 else 1.0
+        _, cv = iso.windows_cv(data[KEYS["rdma"]], t0 + settle, t0 + d - 0.3)
         cnt, _, _ = iso.rnic_stats(rlog)
         conv = (all(c == 0 for c in codes) and iso.within(mean, share, 10) and cv < 0.25
                 and cnt.get("timeouts", 0) == 0)

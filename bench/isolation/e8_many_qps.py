@@ -14,7 +14,6 @@ vNIC").
     e8_many_qps.py [--out DIR] [--quick] [--prefix P] [--rate MBIT]
 """
 import os
-import statistics
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -61,11 +60,7 @@ def run(outdir, quick=False, prefix="e8x", rate_mbit=200):
     rows, summary = [], []
     for n, t0, rlog, codes, dh in runs:
         mean = iso.mbps_between(data[KEY], t0 + settle, t0 + d - 0.3)
-        wins, t = [], t0 + settle
-        while t + 0.25 <= t0 + d - 0.3:
-            wins.append(iso.mbps_between(data[KEY], t, t + 0.25))
-            t += 0.25
-        cv = statistics.pstdev(wins) / statistics.mean(wins) if wins and statistics.mean(wins) > 0 else 1.0
+        _, cv = iso.windows_cv(data[KEY], t0 + settle, t0 + d - 0.3)
         cnt, qps, _ = iso.rnic_stats(rlog)
         fair = jain([q.get("tx_bytes", 0.0) for q in qps])
         start_drops = iso.delta(data[SENDER], t0, t0 + settle, "dropped")

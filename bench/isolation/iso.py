@@ -10,6 +10,7 @@ import csv
 import json
 import os
 import signal
+import statistics
 import subprocess
 import sys
 import time
@@ -241,6 +242,17 @@ def mbps_between(samples, t1, t2, field="bytes"):
         return 0.0
     d = b[1][field] - a[1][field]
     return d * 8 / 1e6 / (b[0] - a[0]) if field == "bytes" else d / (b[0] - a[0])
+
+
+def windows_cv(samples, t1, t2, width=0.25):
+    """The rate in windows of `width` s from t1 to t2: (windows in Mbit/s,
+    their coefficient of variation; 1.0 when there is no rate)."""
+    wins, t = [], t1
+    while t + width <= t2:
+        wins.append(mbps_between(samples, t, t + width))
+        t += width
+    mean = statistics.mean(wins) if wins else 0.0
+    return wins, (statistics.pstdev(wins) / mean if mean > 0 else 1.0)
 
 
 def delta(samples, t1, t2, field):

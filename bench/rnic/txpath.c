@@ -9,7 +9,7 @@
  * kernel runs in the sender's system calls on one machine).
  * docs/rnic.md, "Session 27".
  *
- *   gcc -O2 -o txpath bench/rnic/txpath.c
+ *   gcc -O2 -Isrc -o txpath bench/rnic/txpath.c src/core/csum.c
  *   ip netns exec TENANT ./txpath udp|staged|ring IFACE SRC_IP DST_IP DST_MAC SENDS
  *
  * Run it in a tenant of a lab (jakiro-lab), not on a host's real link: it
@@ -38,6 +38,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/csum.h"
+
 #ifndef UDP_SEGMENT
 #define UDP_SEGMENT 103
 #endif
@@ -61,18 +63,6 @@ static double seconds(clockid_t clock)
 
 	clock_gettime(clock, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static uint16_t ip_checksum(const void *p, size_t len)
-{
-	const uint16_t *w = p;
-	uint32_t sum = 0;
-
-	for (; len > 1; len -= 2)
-		sum += *w++;
-	while (sum >> 16)
-		sum = (sum & 0xffff) + (sum >> 16);
-	return (uint16_t)~sum;
 }
 
 /* Each send's data differs in its first bytes, as an application's would. */
@@ -115,7 +105,7 @@ static size_t ring_headers(uint8_t *p, const uint8_t *src_mac, const uint8_t *ds
 	struct ether_header *eth = (struct ether_header *)(vh + 1);
 	struct iphdr *ip = (struct iphdr *)(eth + 1);
 	struct udphdr *udp = (struct udphdr *)(ip + 1);
-	uint32_t udp_len = sizeof(*udp) + SEND_LEN, sum;
+	uint32_t udp_len = sizeof(*udp) + SEND_LEN;
 
 	memset(vh, 0, sizeof(*vh));
 	vh->flags = VIRTIO_NET_HDR_F_NEEDS_CSUM;
@@ -136,16 +126,14 @@ static size_t ring_headers(uint8_t *p, const uint8_t *src_mac, const uint8_t *ds
 	ip->protocol = IPPROTO_UDP;
 	ip->saddr = src.s_addr;
 	ip->daddr = dst.s_addr;
-	ip->check = ip_checksum(ip, sizeof(*ip));
+	ip->check = jk_csum(ip, sizeof(*ip));
 	udp->source = htons(SRC_PORT);
 	udp->dest = htons(ROCE_PORT);
 	udp->len = htons((uint16_t)udp_len);
-	/* CHECKSUM_PARTIAL: the pseudo-header's sum, not inverted */
-	sum = (src.s_addr >> 16) + (src.s_addr & 0xffff) + (dst.s_addr >> 16) + (dst.s_addr & 0xffff) +
-	      htons(IPPROTO_UDP) + htons((uint16_t)udp_len);
-	while (sum >> 16)
-		sum = (sum & 0xffff) + (sum >> 16);
-	udp->check = (uint16_t)sum;
+	/* CHECKSUM_PARTIAL: the pseudo-header's sum, not inverted (as the
+	 * RNIC's raw sends, rnic_net.c raw_header) */
+	udp->check = jk_csum_fold_partial(jk_csum_pseudo(ntohl(src.s_addr), ntohl(dst.s_addr),
+							 IPPROTO_UDP, udp_len));
 	return sizeof(*vh) + sizeof(*eth) + sizeof(*ip) + sizeof(*udp);
 }
 

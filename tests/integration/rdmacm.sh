@@ -64,12 +64,12 @@ cm_pair() {
 		kill $spid 2>/dev/null; wait $spid 2>/dev/null; return 1
 	fi
 	lab exec --verbs "$cli" -- timeout 60 "${ccmd[@]}" > "$log.cli" 2>&1
-	local crc sst
-	crc=$(cm_example_status $? "$log.cli" "$rc_re")
-	[ "$crc" -eq 0 ] || kill $spid 2>/dev/null
+	local cli_ok=0 srv_ok=0
+	cm_example_ok $? "$log.cli" "$rc_re" && cli_ok=1
+	[ $cli_ok = 1 ] || kill $spid 2>/dev/null
 	wait $spid
-	sst=$(cm_example_status $? "$log.srv" "$rs_re")
-	if [ "$crc" -eq 0 ] && [ "$sst" -eq 0 ] && grep -qE "$rc_re" "$log.cli" && grep -qE "$rs_re" "$log.srv"; then
+	cm_example_ok $? "$log.srv" "$rs_re" && srv_ok=1
+	if [ $cli_ok = 1 ] && [ $srv_ok = 1 ] && grep -qE "$rc_re" "$log.cli" && grep -qE "$rs_re" "$log.srv"; then
 		ok "$name: $(grep -E "$rc_re" "$log.cli" | tail -1 | tr -s ' \t' ' ')"
 	else
 		not_ok "$name" "$(tail -n 3 "$log.cli" "$log.srv" | tr '\n' ' ')"
@@ -263,15 +263,13 @@ lab_bg exec --verbs blue2 -- timeout 60 rping -s -a 10.0.0.2 -p 7201 -C 5 -V -v 
 p1=$!
 lab_bg exec --verbs blue2 -- timeout 60 rping -s -a 10.0.0.2 -p 7202 -C 7 -V -v > "$WORK/two2.srv" 2>&1
 p2=$!
-# rping_ran LOG LAST STATUS: rping's STATUS, its teardown race aside (tests/lib.sh)
-rping_ran() { [ "$(cm_example_status "$3" "$1" "$2")" -eq 0 ]; }
 if wait_until 10 cm_bound blue2 7201 && wait_until 10 cm_bound blue2 7202 &&
    { lab exec --verbs blue1 -- timeout 60 rping -c -a 10.0.0.2 -p 7202 -C 7 -V -v > "$WORK/two2.cli" 2>&1
-     rping_ran "$WORK/two2.cli" "rdma-ping-6" $?; } &&
+     cm_example_ok $? "$WORK/two2.cli" "rdma-ping-6"; } &&
    { lab exec --verbs blue1 -- timeout 60 rping -c -a 10.0.0.2 -p 7201 -C 5 -V -v > "$WORK/two1.cli" 2>&1
-     rping_ran "$WORK/two1.cli" "rdma-ping-4" $?; } &&
-   { wait $p1; rping_ran "$WORK/two1.srv" "rdma-ping-4" $?; } &&
-   { wait $p2; rping_ran "$WORK/two2.srv" "rdma-ping-6" $?; } &&
+     cm_example_ok $? "$WORK/two1.cli" "rdma-ping-4"; } &&
+   { wait $p1; cm_example_ok $? "$WORK/two1.srv" "rdma-ping-4"; } &&
+   { wait $p2; cm_example_ok $? "$WORK/two2.srv" "rdma-ping-6"; } &&
    grep -q "server ping data: rdma-ping-4" "$WORK/two1.srv" && ! grep -q "rdma-ping-5" "$WORK/two1.srv" &&
    grep -q "server ping data: rdma-ping-6" "$WORK/two2.srv"; then
 	ok "two rping servers in one tenant, ports 7201 and 7202: each served its own client"
