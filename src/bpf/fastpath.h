@@ -126,18 +126,13 @@ struct jk_fp_order {
  * vNIC with a rate, marks or drops RDMA, and hands every packet to the
  * vNIC's htb classes, where TCP waits its turn and RDMA (never held) is
  * charged to the vNIC's parent class. */
-struct jk_fp_dhtb_stats {
-	uint64_t packets, bytes;  /* passed (RDMA), or handed to htb (TCP and other); counted unshaped too */
-	uint64_t marked, dropped, borrowed;
-	uint64_t queued;          /* TCP over its share with nothing to borrow: it waits in htb */
-};
 
 struct jk_fp_dhtb {
 	struct bpf_spin_lock lock;
 	uint32_t next_leaf;            /* the TCP leaf a new flow gets (round robin, atomic) */
 	struct jk_dhtb_params params;  /* rate_bps 0: unlimited, not shaped */
 	struct jk_tb tb;
-	struct jk_fp_dhtb_stats st[JK_DHTB__CLASSES];
+	struct jk_dhtb_class_stats st[JK_DHTB__CLASSES];
 };
 
 /* htb class ids (minor numbers, major 1): on the shaper veth, per vNIC, a

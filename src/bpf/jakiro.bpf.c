@@ -1,25 +1,30 @@
-/* jakiro.bpf.c — the kernel fast path: core's pipeline as two tc programs
- * over the maps of fastpath.h (docs/datapath.md, "Kernel fast path").
+/* jakiro.bpf.c — the kernel fast path: the pipeline of src/pipeline/ as
+ * tc programs over the maps of fastpath.h (docs/fastpath.md).  Every
+ * verdict (parse, anti-spoofing, GSO requests, MTU, ARP, RCFT quota,
+ * DSCP, flow entropy, RFC 6040, the DHTB's arithmetic) is the same inline
+ * code core compiles; what is here is the glue: maps, skb helpers,
+ * redirects.
  *
  *   jk_from_vnic      tcx ingress of a vNIC's host-side device: what the
- *                     tenant sends.  Anti-spoof -> ARP answered here ->
- *                     IPv4 checks, MTU -> classify -> RCFT (RC QP quota)
- *                     -> VLT -> into a local vNIC (bpf_redirect_peer), or
- *                     a tunnel key and out of the collect_md vxlan device.
+ *                     tenant sends.  jk_egress_judge -> ARP answered here
+ *                     or forwarded, or IPv4: RCFT (RC QP quota) -> VLT ->
+ *                     egress DHTB -> into a local vNIC (bpf_redirect_peer),
+ *                     or a tunnel key and out of the collect_md vxlan device.
  *   jk_underlay_decap tcx ingress of the device holding the VTEP address:
- *                     core's outer VxLAN checks the kernel's vxlan would
- *                     make without a count (truncated, no I flag); a single
- *                     frame it takes out of the tunnel itself and on as
+ *                     the outer VxLAN checks the kernel's vxlan would make
+ *                     without a count (truncated, no I flag); a single frame
+ *                     it takes out of the tunnel itself and on as
  *                     jk_from_underlay does (RFC 6040 as core's); the rest
  *                     goes on to the kernel's vxlan.
  *   jk_from_underlay  tcx ingress of the vxlan device: what it decapsulated
  *                     (RFC 6040 already applied by the kernel).  VNI served
- *                     -> VTEP serves the VNI -> inner source located at
+ *                     -> VTEP serves the VNI -> parse -> source located at
  *                     that VTEP -> destination vNIC and MAC -> into it.
+ *   jk_after_shaper   tcx ingress of the shaper veth's far end: what htb
+ *                     let go, on to where the VLT says.
  *
  * The same drop reasons as core (core/counters.h), counted per vNIC in a
- * per-CPU array; wire layouts from core/wire.h.  Super-frames stay whole:
- * nothing here segments.
+ * per-CPU array.  Super-frames stay whole: nothing here segments.
  */
 #include <linux/bpf.h>
 #include <linux/if_packet.h>
@@ -27,12 +32,14 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include <bpf/bpf_core_read.h>
 #include <bpf/bpf_endian.h>
 #include <bpf/bpf_helpers.h>
 
 #include "bpf/fastpath.h"
-#include "core/hash.h"
-#include "core/vxlan.h"
+#include "pipeline/answer.h"
+#include "pipeline/egress.h"
+#include "pipeline/ingress.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -121,21 +128,82 @@ struct {
 	__type(value, struct jk_fp_dhtb);
 } jk_dhtb SEC(".maps");
 
-/* What one packet turned out to be, as far as the pipeline needs it. */
+/* A packet as the pipeline sees it. */
 struct pkt {
 	uint32_t id;              /* the vNIC it came from or goes to */
-	uint32_t src_ip, dst_ip;  /* host order */
-	uint32_t l4_ofs;
-	uint8_t  proto, cls;
-	bool     roce_rc, roce_ctrl;
-	uint16_t frag_off;        /* flags and offset, host order */
-	uint8_t  tos;
-	uint32_t hdr_len;         /* Ethernet to the end of the L4 header: what every segment repeats */
-	uint32_t dqpn;
-	uint16_t sport, dport;
+	struct jk_pkt_meta m;
+	struct jk_gso g;          /* its segmentation: segs and hdr_len for the charge */
 };
 
-#define HDR_PULL 128          /* Ethernet + IPv4 with options + TCP + BTH, if the frame has them */
+/* Set by a test's loader only (tests/unit/test-fastpath.c): a test run
+ * cannot give its skb a kernel GSO type or a VLAN tag, so the test says
+ * them in the context's cb[0] (SKB_GSO_* bits) and cb[1] (nonzero: a tag
+ * was taken out).  Never set by jakirod: the verifier drops the code. */
+const volatile uint32_t jk_test_ctx_in_cb = 0;
+
+/* The kernel's GSO kinds (skbuff.h's SKB_GSO_*, stable since 4.18 for
+ * these bits). */
+#define SKB_GSO_TCPV4    (1u << 0)
+#define SKB_GSO_TCP_ECN  (1u << 2)
+#define SKB_GSO_UDP_L4   (1u << 17)
+/* Every bit that names a kind of segmentation (not a property of one):
+ * a request with any kind but TCPv4 or UDP_L4 alone (UFO, TCPv6, a
+ * tunnel, SCTP, fraglist ...) is none a vNIC may make. */
+#define SKB_GSO_KINDS    (SKB_GSO_TCPV4 | 0x7fff0u | (1u << 18))
+
+struct sk_buff___jk {
+	unsigned char *head;
+	unsigned int end;
+} __attribute__((preserve_access_index));
+
+struct skb_shared_info___jk {
+	unsigned int gso_type;
+} __attribute__((preserve_access_index));
+
+extern void *bpf_cast_to_kern_ctx(void *obj) __ksym;
+
+/* The skb's GSO kind bits (0: not GSO): in its shared info, which
+ * __sk_buff does not show (it has gso_size and gso_segs only). */
+static __always_inline uint32_t skb_gso_type(struct __sk_buff *skb)
+{
+	struct sk_buff___jk *k;
+	uint32_t t = 0;
+
+	if (!skb->gso_size)
+		return 0;
+	if (jk_test_ctx_in_cb)
+		return skb->cb[0];
+	k = bpf_cast_to_kern_ctx(skb);
+	bpf_probe_read_kernel(&t, sizeof(t),
+			      k->head + k->end + bpf_core_field_offset(struct skb_shared_info___jk, gso_type));
+	return t;
+}
+
+/* The segmentation the tenant asked for, as the pipeline reads one. */
+static __always_inline struct jk_gso gso_request(struct __sk_buff *skb)
+{
+	uint32_t t = skb_gso_type(skb), kind = t & SKB_GSO_KINDS;
+	struct jk_gso g = { .type = JK_VNET_GSO_NONE, .size = (uint16_t)skb->gso_size };
+
+	if (!skb->gso_size)
+		return g;
+	if (kind == SKB_GSO_TCPV4)
+		g.type = JK_VNET_GSO_TCPV4;
+	else if (kind == SKB_GSO_UDP_L4 && !(t & SKB_GSO_TCP_ECN))
+		g.type = JK_VNET_GSO_UDP_L4;
+	else
+		g.type = JK_GSO_OTHER;
+	return g;
+}
+
+static __always_inline struct jk_cursor cursor(struct __sk_buff *skb)
+{
+	struct jk_cursor c = { .skb = skb, .vlan = skb->vlan_present != 0 };
+
+	if (jk_test_ctx_in_cb && skb->cb[1])
+		c.vlan = true;
+	return c;
+}
 
 static __always_inline struct jk_fp_counters *counters(uint32_t id)
 {
@@ -164,21 +232,6 @@ static __always_inline void count(uint32_t id, unsigned dir, unsigned cls, uint3
 	}
 }
 
-static __always_inline bool mac_eq(const uint8_t *a, const uint8_t *b)
-{
-	return *(const uint32_t *)a == *(const uint32_t *)b && *(const uint16_t *)(a + 4) == *(const uint16_t *)(b + 4);
-}
-
-static __always_inline void mac_copy(uint8_t *dst, const uint8_t *src)
-{
-	__builtin_memcpy(dst, src, JK_ETH_ALEN);
-}
-
-static __always_inline bool ip_is_host(uint32_t ip)
-{
-	return ip != 0 && ip != 0xffffffffu && (ip >> 28) != 0xe;
-}
-
 static __always_inline const struct jk_fp_vlt_val *vlt(uint32_t vni, uint32_t ip)
 {
 	struct jk_fp_vlt_key k = { .vni = vni, .ip = ip };
@@ -193,110 +246,11 @@ static __always_inline bool vtep_serves(uint32_t vni, uint32_t vtep)
 	return bpf_map_lookup_elem(&jk_vteps, &k) != NULL;
 }
 
-/* Makes the first HDR_PULL bytes (or the whole frame) linear. */
-static __always_inline void pull(struct __sk_buff *skb)
-{
-	uint32_t want = skb->len < HDR_PULL ? skb->len : HDR_PULL;
-
-	if ((long)skb->data_end - (long)skb->data < (long)want)
-		bpf_skb_pull_data(skb, want);
-}
-
-/* Parses the IPv4 datagram after the Ethernet header; JK_DROP_NONE or the
- * reason, as core's parser (core/parse.c) would give it. */
-static __always_inline unsigned parse_ipv4(struct __sk_buff *skb, struct pkt *p)
-{
-	void *data = (void *)(long)skb->data, *end = (void *)(long)skb->data_end;
-	struct jk_ipv4_hdr *ip = data + sizeof(struct jk_eth_hdr);
-	uint32_t ihl, tot, frag, lim;
-
-	if ((void *)(ip + 1) > end)
-		return JK_DROP_TRUNC_IPV4;
-	ihl = (uint32_t)(ip->ver_ihl & 0x0f) * 4;
-	tot = jk_get16(ip->tot_len);
-	if ((ip->ver_ihl >> 4) != 4 || ihl < sizeof(*ip) || tot < ihl)
-		return JK_DROP_BAD_IPV4;
-	if (tot > skb->len - sizeof(struct jk_eth_hdr))
-		return JK_DROP_TRUNC_IPV4;
-	/* L4 sits inside the datagram, not the frame (core/parse.c): every
-	 * header below must end before the datagram does. */
-	lim = sizeof(struct jk_eth_hdr) + tot;
-	p->src_ip = jk_get32(ip->saddr);
-	p->dst_ip = jk_get32(ip->daddr);
-	p->proto = ip->proto;
-	p->tos = ip->tos;
-	p->l4_ofs = sizeof(struct jk_eth_hdr) + ihl;
-	p->hdr_len = p->l4_ofs;
-	p->cls = JK_CLASS_OTHER;
-	frag = jk_get16(ip->frag_off);
-	p->frag_off = (uint16_t)frag;
-	if (frag & JK_IP_FRAG_MASK) {          /* a later fragment: no L4 header */
-		/* ... but TCP's class all the same, as core classifies it. */
-		if (p->proto == JK_IPPROTO_TCP)
-			p->cls = JK_CLASS_TCP;
-		return JK_DROP_NONE;
-	}
-	if (p->proto == JK_IPPROTO_TCP) {
-		struct jk_tcp_hdr *tcp = data + p->l4_ofs;
-
-		if (p->l4_ofs > HDR_PULL || (void *)(tcp + 1) > end || p->l4_ofs + sizeof(*tcp) > lim)
-			return JK_DROP_TRUNC_L4;
-		if ((tcp->doff >> 4) < 5)
-			return JK_DROP_BAD_L4;
-		if (p->l4_ofs + (uint32_t)(tcp->doff >> 4) * 4 > lim)
-			return JK_DROP_TRUNC_L4;
-		p->cls = JK_CLASS_TCP;
-		p->hdr_len = p->l4_ofs + (uint32_t)(tcp->doff >> 4) * 4;
-		p->sport = jk_get16(tcp->sport);
-		p->dport = jk_get16(tcp->dport);
-	} else if (p->proto == JK_IPPROTO_UDP) {
-		struct jk_udp_hdr *udp = data + p->l4_ofs;
-		uint32_t ulen;
-
-		if (p->l4_ofs > HDR_PULL || (void *)(udp + 1) > end || p->l4_ofs + sizeof(*udp) > lim)
-			return JK_DROP_TRUNC_L4;
-		ulen = jk_get16(udp->len);
-		/* The length names the IP payload exactly (core/parse.c); a
-		 * first fragment holds only part of what it names. */
-		if (ulen < sizeof(*udp) || (!(frag & JK_IP_MF) && ulen != tot - ihl))
-			return JK_DROP_BAD_L4;
-		p->sport = jk_get16(udp->sport);
-		p->dport = jk_get16(udp->dport);
-		p->hdr_len = p->l4_ofs + sizeof(*udp);
-		if (p->dport == JK_UDP_PORT_ROCE) {
-			struct jk_bth *bth = (void *)(udp + 1);
-			unsigned ctrl;
-
-			/* RoCEv2 is never fragmented (core/parse.c says why). */
-			if (frag & JK_IP_MF)
-				return JK_DROP_ROCE_FRAG;
-			if ((void *)(bth + 1) > end || p->l4_ofs + sizeof(*udp) + sizeof(*bth) > lim)
-				return JK_DROP_TRUNC_BTH;
-			p->cls = JK_CLASS_RDMA;
-			p->dqpn = jk_bth_dqpn(bth);
-			p->roce_rc = JK_BTH_OP_GROUP(bth->opcode) == JK_BTH_GROUP_RC;
-			ctrl = jk_roce_ctrl_size(bth->opcode);
-			/* Control only at its exact size, read from what is
-			 * there: the IP payload, not only the UDP length; and
-			 * never a super-frame (segments are >= 64 bytes). */
-			p->roce_ctrl = ctrl && ctrl == ulen - sizeof(*udp) && ulen == tot - ihl && !skb->gso_size;
-		}
-	} else if (p->proto == JK_IPPROTO_ICMP) {
-		if (p->l4_ofs > HDR_PULL || data + p->l4_ofs + sizeof(struct jk_icmp_hdr) > end ||
-		    p->l4_ofs + sizeof(struct jk_icmp_hdr) > lim)
-			return JK_DROP_TRUNC_L4;
-	}
-	return JK_DROP_NONE;
-}
-
-/* The outer UDP source port's entropy: core/vxlan.c's words (the inner
- * flow, and for RoCE the destination QP) and hash; the kernel maps it into
- * the vxlan device's port range. */
+/* The outer UDP source port's entropy (the kernel maps it into the vxlan
+ * device's port range). */
 static __always_inline uint32_t flow_hash(const struct pkt *p)
 {
-	uint32_t w[5] = { p->src_ip, p->dst_ip, (uint32_t)p->sport << 16 | p->dport, p->proto,
-			  p->cls == JK_CLASS_RDMA ? p->dqpn : 0 };
-	uint32_t h = jk_hash_words(w, 5, JK_VXLAN_SPORT_SEED);
+	uint32_t h = jk_flow_entropy(&p->m);
 
 	return h ? h : 1;
 }
@@ -310,15 +264,6 @@ static __always_inline int deliver(const struct jk_fp_vnic *to)
 	return bpf_redirect(to->ifindex, 0);
 }
 
-/* The bytes a packet stands for on the wire: every segment a super-frame
- * becomes (core/offload.h's jk_offload_wire_len). */
-static __always_inline uint32_t wire_len(const struct __sk_buff *skb, const struct pkt *p)
-{
-	uint32_t segs = skb->gso_segs;
-
-	return skb->len + (segs > 1 ? (segs - 1) * p->hdr_len : 0);
-}
-
 /* The DHTB of vNIC id in direction dir (docs/fastpath.md, "Isolation"):
  * core's arithmetic (core/dhtb_tb.h) under the bucket's lock.  RDMA:
  * JK_DHTB_PASS, MARK or DROP.  TCP and other: charged, and JK_DHTB_PASS:
@@ -329,9 +274,10 @@ static __always_inline unsigned dhtb(uint32_t id, unsigned dir, const struct pkt
 	uint32_t k = id * JK_DIR__COUNT + (dir & 1);
 	struct jk_fp_dhtb *b = bpf_map_lookup_elem(&jk_dhtb, &k);
 	enum jk_tb_paid paid = JK_TB_NOT;
-	unsigned verdict = JK_DHTB_PASS, c = p->cls == JK_CLASS_RDMA ? JK_DHTB_RDMA : JK_DHTB_TCP;
+	unsigned verdict = JK_DHTB_PASS, c = p->m.cls == JK_CLASS_RDMA ? JK_DHTB_RDMA : JK_DHTB_TCP;
+	bool ctrl = (p->m.flags & JK_PF_ROCE_CTRL) != 0, ect = (p->m.flags & JK_PF_IPV4) && (p->m.tos & JK_ECN_MASK);
 	int64_t cost = (int64_t)len * JK_TB_NS_PER_S;
-	struct jk_fp_dhtb_stats *st;
+	struct jk_dhtb_class_stats *st;
 	uint64_t now;
 
 	*shaped = false;
@@ -346,7 +292,7 @@ static __always_inline unsigned dhtb(uint32_t id, unsigned dir, const struct pkt
 	now = bpf_ktime_get_ns();
 	bpf_spin_lock(&b->lock);
 	if (c == JK_DHTB_RDMA) {
-		verdict = jk_tb_rdma(&b->tb, &b->params, len, p->roce_ctrl, (p->tos & JK_ECN_MASK) != 0, now, &paid);
+		verdict = jk_tb_rdma(&b->tb, &b->params, len, ctrl, ect, now, &paid);
 	} else {
 		jk_tb_refill(&b->tb, now);
 		paid = jk_tb_take(&b->tb, &b->params, JK_DHTB_TCP, cost);
@@ -371,8 +317,9 @@ static __always_inline unsigned dhtb(uint32_t id, unsigned dir, const struct pkt
  * of direction dir: its own, or the next in turn for a new flow. */
 static __always_inline uint32_t tcp_leaf(uint32_t id, unsigned dir, const struct pkt *p)
 {
-	struct jk_fp_flow_key k = { .src_ip = p->src_ip, .dst_ip = p->dst_ip, .sport = p->sport,
-				    .dport = p->dport, .proto = p->proto, .dir = (uint8_t)dir, .vnic = (uint16_t)id };
+	struct jk_fp_flow_key k = { .src_ip = p->m.src_ip, .dst_ip = p->m.dst_ip, .sport = p->m.sport,
+				    .dport = p->m.dport, .proto = p->m.ip_proto, .dir = (uint8_t)dir,
+				    .vnic = (uint16_t)id };
 	uint32_t *leaf = bpf_map_lookup_elem(&jk_flow_leaf, &k), key = id * JK_DIR__COUNT + (dir & 1), n;
 	struct jk_fp_dhtb *b;
 
@@ -390,17 +337,18 @@ static __always_inline uint32_t tcp_leaf(uint32_t id, unsigned dir, const struct
 static __always_inline int deliver_in(struct __sk_buff *skb, uint32_t to, const struct jk_fp_vnic *tv,
 				      const struct pkt *p)
 {
+	uint32_t len = jk_wire_len(skb->len, &p->g);
 	bool shaped;
-	unsigned verdict = dhtb(to, JK_DIR_INGRESS, p, wire_len(skb, p), &shaped);
+	unsigned verdict = dhtb(to, JK_DIR_INGRESS, p, len, &shaped);
 
 	if (verdict == JK_DHTB_DROP)
-		return drop(to, p->cls == JK_CLASS_RDMA ? JK_DROP_DHTB_RDMA : JK_DROP_DHTB_TCP);
+		return drop(to, p->m.cls == JK_CLASS_RDMA ? JK_DROP_DHTB_RDMA : JK_DROP_DHTB_TCP);
 	if (verdict == JK_DHTB_MARK)
 		bpf_skb_ecn_set_ce(skb);
-	count(to, JK_DIR_INGRESS, p->cls, skb->len);
+	count(to, JK_DIR_INGRESS, p->m.cls, len);
 	if (shaped) {
-		skb->priority = JK_FP_PRIO(p->cls == JK_CLASS_RDMA ? JK_FP_HTB_IN_RDMA
-								   : JK_FP_HTB_IN_TCP(tcp_leaf(to, JK_DIR_INGRESS, p)));
+		skb->priority = JK_FP_PRIO(p->m.cls == JK_CLASS_RDMA ? JK_FP_HTB_IN_RDMA
+								     : JK_FP_HTB_IN_TCP(tcp_leaf(to, JK_DIR_INGRESS, p)));
 		return bpf_redirect(tv->ifindex, 0);
 	}
 	return deliver(tv);
@@ -408,27 +356,29 @@ static __always_inline int deliver_in(struct __sk_buff *skb, uint32_t to, const 
 
 /* RC RDMA: admit through the RCFT under the vNIC's QP quota, except the
  * flows' control packets, which never open a flow.  Exact on every CPU:
- * the slot is taken before the entry is made, and given back if it is not. */
-static __always_inline unsigned rcft_admit(const struct jk_fp_vnic *v, struct pkt *p, uint32_t bytes)
+ * the slot is taken before the entry is made, and given back if it is not.
+ * A super-frame's every segment names the QP of its first (the pipeline's
+ * GSO check), so one entry judges them all. */
+static __always_inline unsigned rcft_admit(const struct jk_fp_vnic *v, const struct pkt *p, uint32_t bytes)
 {
-	struct jk_fp_rc_key k = { .vni = v->vni, .src_ip = p->src_ip, .dst_ip = p->dst_ip, .dqpn = p->dqpn };
+	struct jk_fp_rc_key k = { .vni = v->vni, .src_ip = p->m.src_ip, .dst_ip = p->m.dst_ip, .dqpn = p->m.bth_dqpn };
 	struct jk_fp_rc_val *e = bpf_map_lookup_elem(&jk_rcft, &k), fresh = {};
 	uint64_t now = bpf_ktime_get_ns();
-	uint32_t *live, n;
+	uint32_t id = p->id, *live, n;
 	long r;
 
 	if (!e) {
-		if (p->roce_ctrl)
+		if (!jk_rcft_may_open(&p->m))
 			return JK_DROP_NONE;
-		live = bpf_map_lookup_elem(&jk_rc_live, &p->id);
+		live = bpf_map_lookup_elem(&jk_rc_live, &id);
 		if (!live)
 			return JK_DROP_RCFT_FULL;
 		n = __sync_fetch_and_add(live, 1);
-		if (v->qp_quota && n >= v->qp_quota) {
+		if (!jk_rcft_quota_allows(n, v->qp_quota)) {
 			__sync_fetch_and_sub(live, 1);
 			return JK_DROP_QP_QUOTA;
 		}
-		fresh.vnic_id = p->id;
+		fresh.vnic_id = id;
 		fresh.last_seen_ns = now;
 		r = bpf_map_update_elem(&jk_rcft, &k, &fresh, BPF_NOEXIST);
 		if (r) {
@@ -453,27 +403,39 @@ static __always_inline unsigned rcft_admit(const struct jk_fp_vnic *v, struct pk
 
 /* Answers an ARP request for a VPC address from the VLT, in place, back
  * to the tenant. */
-static __always_inline int arp_answer(struct __sk_buff *skb, uint32_t id, const struct jk_fp_vlt_val *e,
-				      uint32_t target)
+static __always_inline int arp_answer(struct __sk_buff *skb, uint32_t id, const struct jk_fp_vlt_val *e)
 {
-	void *data = (void *)(long)skb->data, *end = (void *)(long)skb->data_end;
-	struct jk_eth_hdr *eth = data;
-	struct jk_arp_hdr *arp = data + sizeof(*eth);
+	struct jk_arp_frame f;
 	struct jk_fp_counters *c;
 
-	if ((void *)(arp + 1) > end)
+	if (bpf_skb_load_bytes(skb, 0, &f, sizeof(f)))
 		return drop(id, JK_DROP_TRUNC_ARP);
-	mac_copy(eth->dst, eth->src);
-	mac_copy(eth->src, e->mac);
-	arp->op = jk_put16(JK_ARP_OP_REPLY);
-	mac_copy(arp->tha, arp->sha);
-	arp->tpa = arp->spa;
-	mac_copy(arp->sha, e->mac);
-	arp->spa = jk_put32(target);
+	jk_arp_answer(&f, e->mac);
+	if (bpf_skb_store_bytes(skb, 0, &f, sizeof(f), 0))
+		return drop(id, JK_DROP_TRUNC_ARP);
 	if ((c = counters(id)))
 		c->v.arp_proxied++;
 	count(id, JK_DIR_INGRESS, JK_CLASS_OTHER, skb->len);
 	return bpf_redirect(skb->ifindex, 0);
+}
+
+/* A local destination the pipeline may hand the frame to, checked before
+ * the DHTB charges it (core's order): NULL and *why when not. */
+static __always_inline const struct jk_fp_vnic *local_target(const struct jk_fp_vlt_val *e, const struct pkt *p,
+							     unsigned *why)
+{
+	uint32_t to = e->vnic_id;
+	const struct jk_fp_vnic *tv = bpf_map_lookup_elem(&jk_vnics, &to);
+
+	if (!tv || !tv->in_use) {
+		*why = JK_DROP_VNIC_DOWN;
+		return NULL;
+	}
+	if (!jk_gso_deliverable(&p->g)) {
+		*why = JK_DROP_VNET_GSO;
+		return NULL;
+	}
+	return tv;
 }
 
 /* Takes an egress packet of vNIC id (counted, its egress DHTB passed) to
@@ -486,7 +448,7 @@ static __always_inline int forward(struct __sk_buff *skb, uint32_t id, const str
 	struct bpf_tunnel_key key = {};
 	const struct jk_fp_host *h;
 	struct jk_fp_counters *c;
-	uint32_t zero = 0, dscp;
+	uint32_t zero = 0;
 
 	if (e->vtep == 0) {
 		uint32_t to = e->vnic_id;
@@ -501,10 +463,10 @@ static __always_inline int forward(struct __sk_buff *skb, uint32_t id, const str
 	h = bpf_map_lookup_elem(&jk_host, &zero);
 	if (!h)
 		return drop(id, JK_DROP_NO_ROUTE);
-	dscp = p->cls == JK_CLASS_RDMA ? v->dscp_rdma : v->dscp_tcp;
 	key.remote_ipv4 = e->vtep;
 	key.tunnel_id = v->vni;
-	key.tunnel_tos = (uint8_t)(dscp << 2);     /* the kernel adds the inner ECN (docs/fastpath.md) */
+	/* The kernel adds the inner ECN (docs/fastpath.md). */
+	key.tunnel_tos = (uint8_t)(jk_outer_dscp(p->m.cls, v->dscp_rdma, v->dscp_tcp) << 2);
 	key.tunnel_ttl = (uint8_t)h->ttl;
 	if (bpf_skb_set_tunnel_key(skb, &key, sizeof(key), BPF_F_ZERO_CSUM_TX))
 		return drop(id, JK_DROP_NO_ROUTE);
@@ -515,185 +477,24 @@ static __always_inline int forward(struct __sk_buff *skb, uint32_t id, const str
 	return bpf_redirect(h->vxlan_ifindex, 0);
 }
 
-static __always_inline int from_vnic_arp(struct __sk_buff *skb, uint32_t id, const struct jk_fp_vnic *v)
+/* What every frame a vNIC sends to somewhere else meets once the pipeline
+ * has judged it: its egress DHTB (charged every segment's bytes), counted,
+ * through the vNIC's egress htb classes when it has a rate, then to e. */
+static __always_inline int charge_and_forward(struct __sk_buff *skb, const struct jk_fp_vnic *v,
+					      const struct jk_fp_vlt_val *e, const struct pkt *p)
 {
-	void *data = (void *)(long)skb->data, *end = (void *)(long)skb->data_end;
-	struct jk_arp_hdr *arp = data + sizeof(struct jk_eth_hdr);
-	const struct jk_fp_vlt_val *e;
-	uint32_t spa, tpa;
-
-	if ((void *)(arp + 1) > end)
-		return drop(id, JK_DROP_TRUNC_ARP);
-	if (jk_get16(arp->htype) != JK_ARP_HTYPE_ETHER || jk_get16(arp->ptype) != JK_ETHERTYPE_IPV4 ||
-	    arp->hlen != JK_ETH_ALEN || arp->plen != 4)
-		return drop(id, JK_DROP_BAD_ARP);
-	/* A segmentation request (a VM's virtio-net header) on anything but
-	 * IPv4: dropped with the frame's own faults, as core drops it (issue
-	 * 23's frame). */
-	if (skb->gso_size)
-		return drop(id, JK_DROP_VNET_GSO);
-	if (!mac_eq(((struct jk_eth_hdr *)data)->src, v->mac) || !mac_eq(arp->sha, v->mac))
-		return drop(id, JK_DROP_SPOOF_MAC);
-	spa = jk_get32(arp->spa);
-	tpa = jk_get32(arp->tpa);
-	if (spa != v->ip && spa != 0)
-		return drop(id, JK_DROP_SPOOF_IP);
-	if (spa == 0 || tpa == v->ip)
-		return drop(id, JK_DROP_ARP_IGNORED);
-	e = vlt(v->vni, tpa);
-	if (jk_get16(arp->op) == JK_ARP_OP_REQUEST) {
-		if (!e)
-			return drop(id, JK_DROP_ARP_IGNORED);
-		return arp_answer(skb, id, e, tpa);
-	}
-	/* A reply (to a request a foreign VTEP flooded to us) goes to its
-	 * target, without whatever followed the ARP body. */
-	if (!e)
-		return drop(id, JK_DROP_NO_ROUTE);
-	if (skb->len > sizeof(struct jk_eth_hdr) + sizeof(*arp) &&
-	    bpf_skb_change_tail(skb, sizeof(struct jk_eth_hdr) + sizeof(*arp), 0))
-		return drop(id, JK_DROP_TRUNC_ARP);
-	{
-		struct pkt p = { .id = id, .cls = JK_CLASS_OTHER, .src_ip = spa, .dst_ip = tpa };
-
-		count(id, JK_DIR_EGRESS, JK_CLASS_OTHER, skb->len);
-		return forward(skb, id, v, e, &p, 0);
-	}
-}
-
-/* RFC 1191: a DF datagram over the vNIC's MTU is answered, in place and
- * back to the tenant, with ICMP "fragmentation needed" from its
- * destination (what core/answer.c builds): the IPv4 header and 8 bytes of
- * the datagram quoted. */
-#define ICMP_QUOTE_MAX (60 + 8)
-
-static __always_inline uint16_t csum_fold(int64_t sum)
-{
-	uint32_t s = (uint32_t)sum;
-
-	s = (s & 0xffff) + (s >> 16);
-	s = (s & 0xffff) + (s >> 16);
-	return (uint16_t)~s;
-}
-
-static __always_inline int frag_needed(struct __sk_buff *skb, uint32_t id, const struct jk_fp_vnic *v,
-				       const struct jk_fp_vlt_val *dst, const struct pkt *p)
-{
-	struct {
-		struct jk_ipv4_hdr ip;
-		struct jk_icmp_hdr icmp;
-		uint8_t quote[ICMP_QUOTE_MAX];
-	} __attribute__((packed)) a = {};
-	struct jk_eth_hdr eth;
-	struct jk_fp_counters *c;
-	uint32_t qlen = p->l4_ofs - sizeof(struct jk_eth_hdr) + 8;
-
-	if (qlen > ICMP_QUOTE_MAX || qlen < sizeof(struct jk_ipv4_hdr) + 8)
-		return drop(id, JK_DROP_MTU);
-	if (bpf_skb_load_bytes(skb, sizeof(eth), a.quote, qlen))
-		return drop(id, JK_DROP_MTU);
-	a.ip.ver_ihl = 0x45;
-	a.ip.tot_len = jk_put16((uint16_t)(sizeof(a.ip) + sizeof(a.icmp) + qlen));
-	a.ip.ttl = 64;
-	a.ip.proto = JK_IPPROTO_ICMP;
-	a.ip.saddr = jk_put32(p->dst_ip);
-	a.ip.daddr = jk_put32(p->src_ip);
-	a.ip.csum.raw = csum_fold(bpf_csum_diff(NULL, 0, (void *)&a.ip, sizeof(a.ip), 0));
-	a.icmp.type = JK_ICMP_DEST_UNREACH;
-	a.icmp.code = JK_ICMP_FRAG_NEEDED;
-	a.icmp.seq = jk_put16(v->mtu);
-	a.icmp.csum.raw = csum_fold(bpf_csum_diff(NULL, 0, (void *)&a.icmp, sizeof(a.icmp) + qlen, 0));
-	mac_copy(eth.dst, v->mac);
-	mac_copy(eth.src, dst->mac);
-	eth.type = jk_put16(JK_ETHERTYPE_IPV4);
-	if (bpf_skb_change_tail(skb, sizeof(eth) + sizeof(a.ip) + sizeof(a.icmp) + qlen, 0) ||
-	    bpf_skb_store_bytes(skb, 0, &eth, sizeof(eth), 0) ||
-	    bpf_skb_store_bytes(skb, sizeof(eth), &a, sizeof(a.ip) + sizeof(a.icmp) + qlen, 0))
-		return drop(id, JK_DROP_MTU);
-	/* Counted as core counts it: an MTU drop, and the answer. */
-	if ((c = counters(id))) {
-		c->v.drops[JK_DROP_MTU]++;
-		c->v.icmp_frag_needed++;
-	}
-	if ((c = counters(JK_FP_GLOBAL)))
-		c->v.drops[JK_DROP_MTU]++;
-	count(id, JK_DIR_INGRESS, JK_CLASS_OTHER, skb->len);
-	return bpf_redirect(skb->ifindex, 0);
-}
-
-static __always_inline int from_vnic_ipv4(struct __sk_buff *skb, uint32_t id, const struct jk_fp_vnic *v)
-{
-	struct pkt p = { .id = id };
-	const struct jk_fp_vlt_val *e;
-	uint32_t l3_len, seg;
-	void *data, *end;
-	struct jk_eth_hdr *eth;
-	unsigned why, verdict;
+	uint32_t len = jk_wire_len(skb->len, &p->g), id = p->id;
+	unsigned verdict, why = JK_DROP_NONE;
 	bool shaped;
 
-	why = parse_ipv4(skb, &p);
-	if (why != JK_DROP_NONE)
+	if (e->vtep == 0 && !local_target(e, p, &why))
 		return drop(id, why);
-	data = (void *)(long)skb->data;
-	end = (void *)(long)skb->data_end;
-	eth = data;
-	if ((void *)(eth + 1) > end)
-		return drop(id, JK_DROP_TRUNC_ETH);
-	if (!mac_eq(eth->src, v->mac))
-		return drop(id, JK_DROP_SPOOF_MAC);
-	if (p.src_ip != v->ip)
-		return drop(id, JK_DROP_SPOOF_IP);
-	if (!ip_is_host(p.dst_ip) || (eth->dst[0] & 1))
-		return drop(id, JK_DROP_BROADCAST);
-	{
-		struct jk_ipv4_hdr *ip = data + sizeof(*eth);
-
-		if ((void *)(ip + 1) > end)
-			return drop(id, JK_DROP_TRUNC_IPV4);
-		l3_len = jk_get16(ip->tot_len);
-	}
-	/* Carry the datagram only: a trailer is cut. */
-	if (skb->len > sizeof(struct jk_eth_hdr) + l3_len &&
-	    bpf_skb_change_tail(skb, sizeof(struct jk_eth_hdr) + l3_len, 0))
-		return drop(id, JK_DROP_TRUNC_IPV4);
-	if (skb->gso_size) {
-		/* Each segment, not the super-frame, must fit the MTU. */
-		seg = p.l4_ofs - sizeof(struct jk_eth_hdr) + skb->gso_size;
-		if (p.proto == JK_IPPROTO_TCP) {
-			struct jk_tcp_hdr *tcp;
-
-			data = (void *)(long)skb->data;
-			end = (void *)(long)skb->data_end;
-			tcp = data + (p.l4_ofs & 0xff);
-			if ((void *)(tcp + 1) > end)
-				return drop(id, JK_DROP_TRUNC_L4);
-			seg += (uint32_t)(tcp->doff >> 4) * 4;
-		} else if (p.proto == JK_IPPROTO_UDP) {
-			seg += sizeof(struct jk_udp_hdr);
-		} else {
-			return drop(id, JK_DROP_VNET_GSO);
-		}
-		if (seg > v->mtu)
-			return drop(id, JK_DROP_MTU);
-	} else if (l3_len > v->mtu) {
-		if (!(p.frag_off & JK_IP_DF))
-			return drop(id, JK_DROP_MTU);
-		e = vlt(v->vni, p.dst_ip);
-		if (!e)
-			return drop(id, JK_DROP_NO_ROUTE);
-		return frag_needed(skb, id, v, e, &p);
-	}
-	if (p.roce_rc && (why = rcft_admit(v, &p, skb->len)) != JK_DROP_NONE)
-		return drop(id, why);
-	e = vlt(v->vni, p.dst_ip);
-	if (!e)
-		return drop(id, JK_DROP_NO_ROUTE);
-	verdict = dhtb(id, JK_DIR_EGRESS, &p, wire_len(skb, &p), &shaped);
+	verdict = dhtb(id, JK_DIR_EGRESS, p, len, &shaped);
 	if (verdict == JK_DHTB_DROP)
-		return drop(id, p.cls == JK_CLASS_RDMA ? JK_DROP_DHTB_RDMA : JK_DROP_DHTB_TCP);
+		return drop(id, p->m.cls == JK_CLASS_RDMA ? JK_DROP_DHTB_RDMA : JK_DROP_DHTB_TCP);
 	if (verdict == JK_DHTB_MARK)
 		bpf_skb_ecn_set_ce(skb);    /* the super-frame's header: every segment carries it */
-	count(id, JK_DIR_EGRESS, p.cls, skb->len);
+	count(id, JK_DIR_EGRESS, p->m.cls, len);
 	if (shaped) {
 		/* Through the vNIC's egress htb classes on the shaper veth;
 		 * jk_after_shaper takes it on from there (mark: whose it is). */
@@ -701,23 +502,93 @@ static __always_inline int from_vnic_ipv4(struct __sk_buff *skb, uint32_t id, co
 		const struct jk_fp_host *h = bpf_map_lookup_elem(&jk_host, &zero);
 
 		if (h && h->shaper_ifindex) {
-			skb->priority = JK_FP_PRIO(p.cls == JK_CLASS_RDMA ? JK_FP_HTB_EG_RDMA(id)
-								 : JK_FP_HTB_EG_TCP(id, tcp_leaf(id, JK_DIR_EGRESS, &p)));
+			skb->priority = JK_FP_PRIO(p->m.cls == JK_CLASS_RDMA
+							   ? JK_FP_HTB_EG_RDMA(id)
+							   : JK_FP_HTB_EG_TCP(id, tcp_leaf(id, JK_DIR_EGRESS, p)));
 			skb->mark = id + 1;
 			return bpf_redirect(h->shaper_ifindex, 0);
 		}
 	}
-	return forward(skb, id, v, e, &p, flow_hash(&p));
+	return forward(skb, id, v, e, p, (p->m.flags & JK_PF_ARP) ? 0 : flow_hash(p));
+}
+
+static __always_inline int from_vnic_arp(struct __sk_buff *skb, const struct jk_fp_vnic *v, struct pkt *p)
+{
+	const struct jk_fp_vlt_val *e = vlt(v->vni, p->m.dst_ip);
+	enum jk_drop why;
+
+	switch (jk_egress_arp(&p->m, v->ip, e != NULL, &why)) {
+	case JK_ARP_ANSWER:
+		if (!e)
+			return drop(p->id, JK_DROP_ARP_IGNORED);
+		return arp_answer(skb, p->id, e);
+	case JK_ARP_FORWARD:
+		if (!e)
+			return drop(p->id, JK_DROP_NO_ROUTE);
+		if (skb->len > sizeof(struct jk_arp_frame) && bpf_skb_change_tail(skb, sizeof(struct jk_arp_frame), 0))
+			return drop(p->id, JK_DROP_TRUNC_ARP);
+		return charge_and_forward(skb, v, e, p);
+	default:
+		return drop(p->id, why);
+	}
+}
+
+/* RFC 1191: a DF datagram over the vNIC's MTU is answered, in place and
+ * back to the tenant, with ICMP "fragmentation needed" from its
+ * destination (pipeline/answer.h builds it). */
+static __always_inline int frag_needed(struct __sk_buff *skb, const struct jk_fp_vnic *v, const struct pkt *p)
+{
+	const struct jk_fp_vlt_val *dst = vlt(v->vni, p->m.dst_ip);
+	struct jk_cursor c = cursor(skb);
+	struct jk_frag_needed a;
+	struct jk_fp_counters *cnt;
+	uint32_t n, id = p->id;
+
+	if (!dst)
+		return drop(id, JK_DROP_NO_ROUTE);
+	n = jk_frag_needed(&a, &c, &p->m, dst->mac, v->mtu);
+	if (n < sizeof(a) - JK_ICMP_QUOTE_MAX || n > sizeof(a))
+		return drop(id, JK_DROP_MTU);
+	if (bpf_skb_change_tail(skb, n, 0) || bpf_skb_store_bytes(skb, 0, &a, n, 0))
+		return drop(id, JK_DROP_MTU);
+	/* Counted as core counts it: an MTU drop, and the answer. */
+	if ((cnt = counters(id))) {
+		cnt->v.drops[JK_DROP_MTU]++;
+		cnt->v.icmp_frag_needed++;
+	}
+	if ((cnt = counters(JK_FP_GLOBAL)))
+		cnt->v.drops[JK_DROP_MTU]++;
+	count(id, JK_DIR_INGRESS, JK_CLASS_OTHER, skb->len);
+	return bpf_redirect(skb->ifindex, 0);
+}
+
+static __always_inline int from_vnic_ipv4(struct __sk_buff *skb, const struct jk_fp_vnic *v, struct pkt *p)
+{
+	uint32_t l3_len = (uint32_t)p->m.l3_ofs + p->m.ip_tot_len;
+	const struct jk_fp_vlt_val *e;
+	unsigned why;
+
+	/* Carry the datagram only: a trailer is cut. */
+	if (skb->len > l3_len && bpf_skb_change_tail(skb, l3_len, 0))
+		return drop(p->id, JK_DROP_TRUNC_IPV4);
+	if (jk_rcft_applies(&p->m) && (why = rcft_admit(v, p, skb->len)) != JK_DROP_NONE)
+		return drop(p->id, why);
+	e = vlt(v->vni, p->m.dst_ip);
+	if (!e)
+		return drop(p->id, JK_DROP_NO_ROUTE);
+	return charge_and_forward(skb, v, e, p);
 }
 
 SEC("tc")
 int jk_from_vnic(struct __sk_buff *skb)
 {
-	uint32_t ifindex = skb->ifindex, id, *idp;
+	uint32_t ifindex = skb->ifindex, *idp;
 	const struct jk_fp_vnic *v;
-	void *data, *end;
-	struct jk_eth_hdr *eth;
-	uint16_t type;
+	struct jk_egress_vnic ev;
+	enum jk_egress_way way = JK_EGRESS_IPV4;
+	struct jk_cursor c;
+	struct pkt p = {};
+	unsigned why;
 
 	/* The tenant never picks a queue or a class. */
 	skb->priority = 0;
@@ -725,24 +596,23 @@ int jk_from_vnic(struct __sk_buff *skb)
 	idp = bpf_map_lookup_elem(&jk_ports, &ifindex);
 	if (!idp)
 		return drop(JK_FP_GLOBAL, JK_DROP_VNIC_DOWN);
-	id = *idp;
-	v = bpf_map_lookup_elem(&jk_vnics, &id);
+	p.id = *idp;
+	v = bpf_map_lookup_elem(&jk_vnics, &p.id);
 	if (!v || !v->in_use)
 		return drop(JK_FP_GLOBAL, JK_DROP_VNIC_DOWN);
-	pull(skb);
-	data = (void *)(long)skb->data;
-	end = (void *)(long)skb->data_end;
-	eth = data;
-	if ((void *)(eth + 1) > end)
-		return drop(id, JK_DROP_TRUNC_ETH);
-	/* Core's order: the frame parsed first (its reasons), then whose it
-	 * is (the source MAC), then the rest. */
-	type = jk_get16(eth->type);
-	if (type == JK_ETHERTYPE_ARP)
-		return from_vnic_arp(skb, id, v);
-	if (type != JK_ETHERTYPE_IPV4)
-		return drop(id, JK_DROP_ETHERTYPE);
-	return from_vnic_ipv4(skb, id, v);
+	__builtin_memcpy(ev.mac, v->mac, JK_ETH_ALEN);
+	ev.mtu = v->mtu;
+	ev.ip = v->ip;
+	c = cursor(skb);
+	p.g = gso_request(skb);
+	why = jk_egress_judge(&c, &ev, &p.m, &p.g, &way);
+	if (why != JK_DROP_NONE)
+		return drop(p.id, why);
+	if (way == JK_EGRESS_ARP)
+		return from_vnic_arp(skb, v, &p);
+	if (way == JK_EGRESS_TOO_BIG)
+		return frag_needed(skb, v, &p);
+	return from_vnic_ipv4(skb, v, &p);
 }
 
 /* Writes ECN field ecn into the IPv4 header after the Ethernet header,
@@ -761,22 +631,20 @@ static __always_inline int set_ecn(struct __sk_buff *skb, uint8_t tos, uint8_t e
 }
 
 /* A decapsulated frame from VTEP vtep on VNI vni (its outer checks done):
- * VNI served -> VTEP serves the VNI -> inner source located at that VTEP
- * -> destination vNIC and MAC -> RFC 6040 with outer ToS outer_tos (-1:
- * the kernel's vxlan applied it) -> into it.  Core's order
- * (core/dp.c, ingress_one). */
+ * VNI served -> VTEP serves the VNI -> parse -> inner source located at
+ * that VTEP -> destination vNIC and MAC -> RFC 6040 with outer ToS
+ * outer_tos (-1: the kernel's vxlan applied it) -> into it.  Core's order
+ * (pipeline/ingress.h). */
 static __always_inline int from_underlay(struct __sk_buff *skb, const struct jk_fp_host *h, uint32_t vni,
 					 uint32_t vtep, int outer_tos)
 {
 	const struct jk_fp_vlt_val *src, *dst;
 	const struct jk_fp_vnic *v;
 	struct jk_fp_counters *c;
+	struct jk_cursor cur;
 	struct pkt p = { .id = JK_FP_GLOBAL };
-	void *data, *end;
-	struct jk_eth_hdr *eth;
 	uint32_t to;
 	unsigned why;
-	bool arp;
 
 	skb->priority = 0;
 	skb->mark = 0;
@@ -784,65 +652,39 @@ static __always_inline int from_underlay(struct __sk_buff *skb, const struct jk_
 		return drop(JK_FP_GLOBAL, JK_DROP_UNKNOWN_VNI);
 	if (!vtep_serves(vni, vtep))
 		return drop(JK_FP_GLOBAL, JK_DROP_UNKNOWN_VTEP);
-	pull(skb);
-	data = (void *)(long)skb->data;
-	end = (void *)(long)skb->data_end;
-	eth = data;
-	if ((void *)(eth + 1) > end)
-		return drop(JK_FP_GLOBAL, JK_DROP_TRUNC_ETH);
-	arp = jk_get16(eth->type) == JK_ETHERTYPE_ARP;
-	if (arp) {
-		struct jk_arp_hdr *a = data + sizeof(*eth);
-
-		if ((void *)(a + 1) > end)
-			return drop(JK_FP_GLOBAL, JK_DROP_TRUNC_ARP);
-		if (jk_get16(a->htype) != JK_ARP_HTYPE_ETHER || jk_get16(a->ptype) != JK_ETHERTYPE_IPV4 ||
-		    a->hlen != JK_ETH_ALEN || a->plen != 4)
-			return drop(JK_FP_GLOBAL, JK_DROP_BAD_ARP);
-		p.src_ip = jk_get32(a->spa);
-		p.dst_ip = jk_get32(a->tpa);
-		p.cls = JK_CLASS_OTHER;
-	} else if (jk_get16(eth->type) == JK_ETHERTYPE_IPV4) {
-		why = parse_ipv4(skb, &p);
-		if (why != JK_DROP_NONE)
-			return drop(JK_FP_GLOBAL, why);
-	} else {
-		return drop(JK_FP_GLOBAL, JK_DROP_ETHERTYPE);
-	}
-	/* The inner source must be an address located at the sending VTEP. */
-	src = vlt(vni, p.src_ip);
-	if (!src || src->vtep == 0 || src->vtep != vtep)
+	cur = cursor(skb);
+	why = jk_frame_parse(&cur, &p.m);
+	if (why != JK_DROP_NONE)
+		return drop(JK_FP_GLOBAL, why);
+	src = vlt(vni, p.m.src_ip);
+	if (!jk_ingress_source_ok(src != NULL, src ? src->vtep : 0, vtep))
 		return drop(JK_FP_GLOBAL, JK_DROP_INGRESS_SPOOF);
-	dst = vlt(vni, p.dst_ip);
+	dst = vlt(vni, p.m.dst_ip);
 	if (!dst || dst->vtep != 0)
 		return drop(JK_FP_GLOBAL, JK_DROP_NO_LOCAL_VNIC);
 	to = dst->vnic_id;
 	v = bpf_map_lookup_elem(&jk_vnics, &to);
-	if (!v || !v->in_use)
-		return drop(JK_FP_GLOBAL, JK_DROP_NO_LOCAL_VNIC);
-	data = (void *)(long)skb->data;
-	end = (void *)(long)skb->data_end;
-	eth = data;
-	if ((void *)(eth + 1) > end)
-		return drop(JK_FP_GLOBAL, JK_DROP_TRUNC_ETH);
-	if (!arp && !mac_eq(eth->dst, v->mac))
+	if (!v || !v->in_use || !jk_ingress_dest_ok(&p.m, v->mac))
 		return drop(JK_FP_GLOBAL, JK_DROP_NO_LOCAL_VNIC);
 	c = counters(JK_FP_GLOBAL);
-	if (!arp && outer_tos >= 0) {
-		int alarm, ecn = jk_ecn_decap(p.tos, (uint8_t)outer_tos, &alarm);
+	if ((p.m.flags & JK_PF_IPV4) && outer_tos >= 0) {
+		int alarm, ecn = jk_ecn_decap(p.m.tos, (uint8_t)outer_tos, &alarm);
 
 		if (c && alarm)
 			c->ecn_alarms++;
 		if (ecn < 0)
 			return drop(to, JK_DROP_ECN_NOT_ECT_CE);
-		if ((uint8_t)ecn != (p.tos & JK_ECN_MASK)) {
-			if (set_ecn(skb, p.tos, (uint8_t)ecn))
+		if ((uint8_t)ecn != (p.m.tos & JK_ECN_MASK)) {
+			if (set_ecn(skb, p.m.tos, (uint8_t)ecn))
 				return drop(to, JK_DROP_UNDERLAY_TRUNC);
-			p.tos = (uint8_t)((p.tos & ~JK_ECN_MASK) | ecn);
+			p.m.tos = (uint8_t)((p.m.tos & ~JK_ECN_MASK) | ecn);
 		}
 	}
 	if (c)
 		c->decapped++;
+	/* A super-frame the kernel's GRO made: its segments, for the charge. */
+	p.g.size = (uint16_t)skb->gso_size;
+	jk_gso_count(&p.m, &p.g, skb->len);
 	return deliver_in(skb, to, v, &p);
 }
 
@@ -879,28 +721,43 @@ int jk_from_underlay(struct __sk_buff *skb)
 SEC("tc")
 int jk_after_shaper(struct __sk_buff *skb)
 {
-	uint32_t id = skb->mark - 1;
 	const struct jk_fp_vnic *v;
 	const struct jk_fp_vlt_val *e;
-	struct pkt p = {};
+	struct jk_cursor c;
+	struct pkt p = { .id = skb->mark - 1 };
 	unsigned why;
 
 	skb->mark = 0;
 	skb->priority = 0;
-	if (id >= JK_FP_VNICS)
+	if (p.id >= JK_FP_VNICS)
 		return drop(JK_FP_GLOBAL, JK_DROP_VNIC_DOWN);
-	v = bpf_map_lookup_elem(&jk_vnics, &id);
+	v = bpf_map_lookup_elem(&jk_vnics, &p.id);
 	if (!v || !v->in_use)
 		return drop(JK_FP_GLOBAL, JK_DROP_VNIC_DOWN);
-	p.id = id;
-	pull(skb);
-	why = parse_ipv4(skb, &p);        /* checked once already: the fields again */
+	c = cursor(skb);
+	why = jk_frame_parse(&c, &p.m);        /* judged once already: the fields again */
 	if (why != JK_DROP_NONE)
-		return drop(id, why);
-	e = vlt(v->vni, p.dst_ip);
+		return drop(p.id, why);
+	e = vlt(v->vni, p.m.dst_ip);
 	if (!e)
-		return drop(id, JK_DROP_NO_ROUTE);
-	return forward(skb, id, v, e, &p, flow_hash(&p));
+		return drop(p.id, JK_DROP_NO_ROUTE);
+	return forward(skb, p.id, v, e, &p, (p.m.flags & JK_PF_ARP) ? 0 : flow_hash(&p));
+}
+
+#define HDR_PULL 128          /* outer Ethernet, IPv4 with options, UDP, VxLAN and the inner Ethernet header */
+
+/* Makes the first HDR_PULL bytes (or the whole frame) linear. */
+static __always_inline void pull(struct __sk_buff *skb)
+{
+	uint32_t want = skb->len < HDR_PULL ? skb->len : HDR_PULL;
+
+	if ((long)skb->data_end - (long)skb->data < (long)want)
+		bpf_skb_pull_data(skb, want);
+}
+
+static __always_inline void mac_copy(uint8_t *dst, const uint8_t *src)
+{
+	__builtin_memcpy(dst, src, JK_ETH_ALEN);
 }
 
 /* Whether the program takes this VxLAN frame (outer IPv4 ip, UDP udp, to

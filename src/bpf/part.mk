@@ -1,14 +1,15 @@
 # src/bpf — the kernel fast path's programs (clang -target bpf), compiled
-# with core's headers, and the skeleton jakirod loads them through
-# (bpftool gen skeleton).  docs/datapath.md, "Kernel fast path".
+# with the pipeline's headers (src/pipeline/), and the skeleton jakirod
+# loads them through (bpftool gen skeleton).  docs/fastpath.md.
+# The compiler's dependency file (-MMD) names every header the object
+# includes: a change to any of them rebuilds it.
 BPF_CLANG  ?= clang
-BPF_CFLAGS := -O2 -g -target bpf -mcpu=v3 -ffreestanding -Wall -Werror -Isrc \
+BPF_CFLAGS := -O2 -g -target bpf -mcpu=v3 -ffreestanding -Wall -Werror -Isrc -MMD -MP \
               -I/usr/include/$(shell $(CC) -dumpmachine)
 BPF_OBJ    := $(BUILD)/bpf/jakiro.bpf.o
 BPF_SKEL   := $(BUILD)/gen/jakiro.skel.h
-BPF_HDRS   := src/bpf/fastpath.h src/core/wire.h src/core/counters.h src/core/hash.h src/core/vxlan.h src/core/pkt.h
 
-$(BPF_OBJ): src/bpf/jakiro.bpf.c $(BPF_HDRS)
+$(BPF_OBJ): src/bpf/jakiro.bpf.c
 	@mkdir -p $(dir $@)
 	$(BPF_CLANG) $(BPF_CFLAGS) -c $< -o $@
 

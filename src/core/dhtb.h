@@ -40,13 +40,6 @@
 /* Defaults for a rate: weights 1:1, thresholds scaled to the rate. */
 void jk_dhtb_params_default(struct jk_dhtb_params *p, uint64_t rate_bps);
 
-struct jk_dhtb_class_stats {
-	uint64_t packets, bytes;    /* passed (at once or after queueing) */
-	uint64_t marked;            /* CE-marked */
-	uint64_t queued;            /* packets that waited in the shaper queue */
-	uint64_t dropped;
-	uint64_t borrowed;          /* packets passed on root tokens */
-};
 
 
 /* One flow's queue in the TCP shaper. */

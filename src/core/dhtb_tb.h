@@ -45,6 +45,16 @@ struct jk_dhtb_params {
 	uint32_t queue_mark;        /* TCP queue length (bytes) above which ECT is marked */
 };
 
+/* What one class of one DHTB let through, on both datapaths. */
+struct jk_dhtb_class_stats {
+	uint64_t packets, bytes;    /* passed: at once, after queueing (core), or to htb (the fast path) */
+	uint64_t marked;            /* CE-marked */
+	uint64_t queued;            /* packets over their share with nothing to borrow: they waited in the
+				     * shaper queue (core) or in htb (the fast path) */
+	uint64_t dropped;
+	uint64_t borrowed;          /* packets passed on root tokens */
+};
+
 enum jk_dhtb_verdict {
 	JK_DHTB_PASS,
 	JK_DHTB_MARK,               /* pass with CE set (caller marks) */

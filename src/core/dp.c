@@ -22,6 +22,7 @@
 #include "core/offload.h"
 #include "core/parse.h"
 #include "core/vxlan.h"
+#include "pipeline/egress.h"
 
 #define MS 1000000ull
 
@@ -85,11 +86,6 @@ static bool mac_is_unicast(const uint8_t mac[JK_ETH_ALEN])
 	return !(mac[0] & 1) && memcmp(mac, zero, JK_ETH_ALEN) != 0;
 }
 
-static bool ip_is_host(uint32_t ip)
-{
-	return ip != 0 && ip != 0xffffffffu && (ip >> 28) != 0xe;   /* not 0, broadcast, multicast */
-}
-
 struct jk_vnic *jk_dp_vnic(struct jk_dp *dp, uint16_t id)
 {
 	return id < JK_MAX_VNICS && dp->vnics[id].in_use ? &dp->vnics[id] : NULL;
@@ -139,7 +135,7 @@ int jk_dp_vnic_add(struct jk_dp *dp, const struct jk_vnic_cfg *cfg, uint16_t *id
 
 	if (c.name[0] == '\0' || memchr(c.name, '\0', sizeof(c.name)) == NULL)
 		return -EINVAL;
-	if (c.vni == 0 || c.vni > JK_VNI_MAX || !ip_is_host(c.ip) || !mac_is_unicast(c.mac))
+	if (c.vni == 0 || c.vni > JK_VNI_MAX || !jk_ip_is_host(c.ip) || !mac_is_unicast(c.mac))
 		return -EINVAL;
 	if (c.mtu == 0)
 		c.mtu = jk_dp_default_mtu(dp);
@@ -362,7 +358,7 @@ int jk_dp_vlt_add(struct jk_dp *dp, uint32_t vni, uint32_t vip, const uint8_t ma
 {
 	const struct jk_vlt_entry *old;
 
-	if (vni == 0 || vni > JK_VNI_MAX || !ip_is_host(vip) || !ip_is_host(vtep) || !mac_is_unicast(mac) ||
+	if (vni == 0 || vni > JK_VNI_MAX || !jk_ip_is_host(vip) || !jk_ip_is_host(vtep) || !mac_is_unicast(mac) ||
 	    vtep == dp->params.vtep)
 		return -EINVAL;
 	old = jk_vlt_lookup(&dp->vlt, vni, vip);
@@ -538,7 +534,7 @@ static void deliver_local(struct jk_dp *dp, struct jk_vnic *src, struct jk_pkt *
 	}
 	/* The destination's kernel refuses a UDP super-frame of more
 	 * segments than it would make itself (virtio_net_hdr_to_skb). */
-	if (p->off.gso_type == JK_VNET_GSO_UDP_L4 && p->off.segs > JK_VNET_UDP_SEGS_MAX) {
+	if (!jk_gso_deliverable(&(struct jk_gso){ .type = p->off.gso_type, .segs = p->off.segs })) {
 		drop(dp, src, p, JK_DROP_VNET_GSO);
 		return;
 	}
@@ -556,7 +552,7 @@ static void to_underlay(struct jk_dp *dp, struct jk_vnic *src, struct jk_pkt *p,
 	p->verdict.dst_vtep = vtep;
 	p->verdict.vni = src->cfg.vni;
 	p->verdict.outer_sport = jk_vxlan_sport(&p->meta);
-	p->verdict.dscp = p->meta.cls == JK_CLASS_RDMA ? src->cfg.dscp_rdma : src->cfg.dscp_tcp;
+	p->verdict.dscp = jk_outer_dscp(p->meta.cls, src->cfg.dscp_rdma, src->cfg.dscp_tcp);
 	shape(dp, src, JK_DIR_EGRESS, p, now_ns);
 }
 
@@ -577,28 +573,24 @@ static void forward_by_vlt(struct jk_dp *dp, struct jk_vnic *v, struct jk_pkt *p
 static void egress_arp(struct jk_dp *dp, struct jk_vnic *v, struct jk_pkt *p, uint64_t now_ns)
 {
 	const struct jk_pkt_meta *m = &p->meta;
-	const struct jk_vlt_entry *e;
+	const struct jk_vlt_entry *e = jk_vlt_lookup(&dp->vlt, v->cfg.vni, m->dst_ip);
+	enum jk_drop why;
 
-	if (m->src_ip == 0 || m->dst_ip == v->cfg.ip) {     /* probe or gratuitous */
-		drop(dp, v, p, JK_DROP_ARP_IGNORED);
+	switch (jk_egress_arp(m, v->cfg.ip, e != NULL, &why)) {
+	case JK_ARP_DROP:
+		drop(dp, v, p, why);
 		return;
-	}
-	e = jk_vlt_lookup(&dp->vlt, v->cfg.vni, m->dst_ip);
-	if (m->arp_op == JK_ARP_OP_REQUEST) {
-		if (!e) {
-			drop(dp, v, p, JK_DROP_ARP_IGNORED);
-			return;
-		}
+	case JK_ARP_ANSWER:
 		jk_arp_proxy_reply(p, e->mac);
 		v->cnt.arp_proxied++;
 		count(v, JK_DIR_INGRESS, p, p->len);
 		to_vnic(p, vnic_id(dp, v));
 		return;
+	case JK_ARP_FORWARD:
+		p->len = (uint32_t)m->l3_ofs + sizeof(struct jk_arp_hdr);
+		forward_by_vlt(dp, v, p, e, now_ns);
+		return;
 	}
-	/* A reply (to a request a foreign VTEP flooded to us) goes to its
-	 * target, without whatever followed the ARP body. */
-	p->len = (uint32_t)m->l3_ofs + sizeof(struct jk_arp_hdr);
-	forward_by_vlt(dp, v, p, e, now_ns);
 }
 
 /* RC RDMA: admit through the RCFT (QP quota), except the flows' control
@@ -613,7 +605,7 @@ static bool egress_rcft(struct jk_dp *dp, struct jk_vnic *v, struct jk_pkt *p, u
 	int why = JK_DROP_NONE;
 
 	if (!e) {
-		if (m->flags & JK_PF_ROCE_CTRL)
+		if (!jk_rcft_may_open(m))
 			return true;
 		e = jk_rcft_admit(&dp->rcft, &k, h, id, v->cfg.qp_quota, now_ns, &why);
 		if (!e) {
@@ -634,51 +626,11 @@ static void egress_ip(struct jk_dp *dp, struct jk_vnic *v, struct jk_pkt *p, uin
 	struct jk_flow_key k;
 	struct jk_nft_entry *f;
 	const struct jk_vlt_entry *e;
-	enum jk_drop why;
 	uint32_t h;
 
-	/* Carry the datagram only: bytes after it (Ethernet padding, or a
-	 * trailer that would slip past the MTU check) are cut. */
-	p->len = (uint32_t)m->l3_ofs + m->ip_tot_len;
-	if (!ip_is_host(m->dst_ip) || (m->flags & JK_PF_L2_MCAST)) {
-		drop(dp, v, p, JK_DROP_BROADCAST);
-		return;
-	}
-	why = jk_offload_check_gso(p);
-	if (why != JK_DROP_NONE) {
-		drop(dp, v, p, why);
-		return;
-	}
-	if (p->off.gso_type != JK_VNET_GSO_NONE) {
-		/* Each segment, not the super-frame, must fit the MTU. */
-		if ((uint32_t)p->off.hdr_len - m->l3_ofs + p->off.gso_size > v->cfg.mtu) {
-			drop(dp, v, p, JK_DROP_MTU);
-			return;
-		}
-	} else if (m->ip_tot_len > v->cfg.mtu) {
-		const struct jk_vlt_entry *dst;
-
-		if (!(m->flags & JK_PF_DF)) {
-			drop(dp, v, p, JK_DROP_MTU);
-			return;
-		}
-		dst = jk_vlt_lookup(&dp->vlt, v->cfg.vni, m->dst_ip);
-		if (!dst) {
-			drop(dp, v, p, JK_DROP_NO_ROUTE);
-			return;
-		}
-		dp->cnt.drops[JK_DROP_MTU]++;
-		v->cnt.drops[JK_DROP_MTU]++;
-		jk_icmp_frag_needed(p, dst->mac, v->cfg.mtu);
-		v->cnt.icmp_frag_needed++;
-		p->meta.cls = JK_CLASS_OTHER;
-		count(v, JK_DIR_INGRESS, p, p->len);
-		to_vnic(p, vnic_id(dp, v));
-		return;
-	}
 	if (m->flags & JK_PF_ROCE) {
 		/* RDMA never occupies the NFT: RCFT + VLT resolve it. */
-		if ((m->flags & JK_PF_ROCE_RC) && !egress_rcft(dp, v, p, now_ns))
+		if (jk_rcft_applies(m) && !egress_rcft(dp, v, p, now_ns))
 			return;
 		forward_by_vlt(dp, v, p, jk_vlt_lookup(&dp->vlt, v->cfg.vni, m->dst_ip), now_ns);
 		return;
@@ -742,47 +694,63 @@ static void egress_ip(struct jk_dp *dp, struct jk_vnic *v, struct jk_pkt *p, uin
 		to_underlay(dp, v, p, f->dst_vtep, now_ns);
 }
 
+/* A DF datagram over the vNIC's MTU: answered, back into the vNIC, with
+ * ICMP "fragmentation needed" from its destination (counted as an MTU
+ * drop and as the answer). */
+static void egress_too_big(struct jk_dp *dp, struct jk_vnic *v, struct jk_pkt *p)
+{
+	const struct jk_vlt_entry *dst = jk_vlt_lookup(&dp->vlt, v->cfg.vni, p->meta.dst_ip);
+
+	if (!dst) {
+		drop(dp, v, p, JK_DROP_NO_ROUTE);
+		return;
+	}
+	dp->cnt.drops[JK_DROP_MTU]++;
+	v->cnt.drops[JK_DROP_MTU]++;
+	jk_icmp_frag_needed(p, dst->mac, v->cfg.mtu);
+	v->cnt.icmp_frag_needed++;
+	p->meta.cls = JK_CLASS_OTHER;
+	count(v, JK_DIR_INGRESS, p, p->len);
+	to_vnic(p, vnic_id(dp, v));
+}
+
+/* The frame checks are the pipeline's (pipeline/egress.h), as the fast
+ * path's; the virtio-net header and its checksum work are core's own. */
 static void egress_one(struct jk_dp *dp, struct jk_vnic *v, struct jk_pkt *p, uint64_t now_ns)
 {
-	const struct jk_eth_hdr *eth = (const void *)p->data;
+	struct jk_egress_vnic ev = { .mtu = v->cfg.mtu, .ip = v->cfg.ip };
+	enum jk_egress_way way = JK_EGRESS_IPV4;
+	struct jk_cursor c;
+	struct jk_gso g;
 	enum jk_drop why;
 
 	p->verdict.action = JK_ACT_DROP;
+	memcpy(ev.mac, v->cfg.mac, JK_ETH_ALEN);
 	why = jk_offload_import(p);
-	if (why == JK_DROP_NONE)
-		why = jk_parse_frame(p->data, p->len, &p->meta);
-	/* A GSO request describes TCP or UDP over IPv4 (checked by
-	 * jk_offload_check_gso); on ARP it would reach the underlay or the
-	 * tenant as a super-frame of nothing. */
-	if (why == JK_DROP_NONE && p->off.gso_type != JK_VNET_GSO_NONE && !(p->meta.flags & JK_PF_IPV4))
-		why = JK_DROP_VNET_GSO;
+	if (why == JK_DROP_NONE) {
+		jk_offload_request(p, &g);
+		c = jk_cursor_of(p->data, p->len);
+		why = jk_egress_judge(&c, &ev, &p->meta, &g, &way);
+	}
 	if (why != JK_DROP_NONE) {
 		drop(dp, v, p, why);
 		return;
 	}
-	if (memcmp(eth->src, v->cfg.mac, JK_ETH_ALEN) != 0) {
-		drop(dp, v, p, JK_DROP_SPOOF_MAC);
-		return;
-	}
-	if (p->meta.flags & JK_PF_ARP) {
-		const struct jk_arp_hdr *arp = (const void *)(p->data + p->meta.l3_ofs);
-
-		if (memcmp(arp->sha, v->cfg.mac, JK_ETH_ALEN) != 0) {
-			drop(dp, v, p, JK_DROP_SPOOF_MAC);
-			return;
-		}
-		if (p->meta.src_ip != v->cfg.ip && p->meta.src_ip != 0) {
-			drop(dp, v, p, JK_DROP_SPOOF_IP);
-			return;
-		}
+	switch (way) {
+	case JK_EGRESS_ARP:
 		egress_arp(dp, v, p, now_ns);
 		return;
-	}
-	if (p->meta.src_ip != v->cfg.ip) {
-		drop(dp, v, p, JK_DROP_SPOOF_IP);
+	case JK_EGRESS_TOO_BIG:
+		egress_too_big(dp, v, p);
+		return;
+	case JK_EGRESS_IPV4:
+		/* Carry the datagram only: bytes after it (Ethernet padding,
+		 * or a trailer that would slip past the MTU) are cut. */
+		p->len = (uint32_t)p->meta.l3_ofs + p->meta.ip_tot_len;
+		jk_offload_accept(p, &g);
+		egress_ip(dp, v, p, now_ns);
 		return;
 	}
-	egress_ip(dp, v, p, now_ns);
 }
 
 void jk_dp_egress(struct jk_dp *dp, uint16_t vnic_id, struct jk_pkt **pkts, unsigned n, uint64_t now_ns)
@@ -801,23 +769,18 @@ void jk_dp_egress(struct jk_dp *dp, uint16_t vnic_id, struct jk_pkt **pkts, unsi
 
 static void ingress_one(struct jk_dp *dp, struct jk_pkt *p, uint64_t now_ns)
 {
-	const struct jk_vxlan_hdr *vx = (const void *)p->data;
-	const struct jk_eth_hdr *eth;
+	struct jk_cursor c = jk_cursor_of(p->data, p->len);
 	const struct jk_vlt_entry *src, *dst;
 	struct jk_vnic *v;
-	uint32_t vni;
+	uint32_t vni = 0;
 	enum jk_drop why;
 
 	p->verdict.action = JK_ACT_DROP;
-	if (p->len < sizeof(*vx)) {
-		drop(dp, NULL, p, JK_DROP_TRUNC_VXLAN);
+	why = jk_vxlan_check(&c, 0, &vni);
+	if (why != JK_DROP_NONE) {
+		drop(dp, NULL, p, why);
 		return;
 	}
-	if (!(vx->flags & JK_VXLAN_FLAG_I)) {
-		drop(dp, NULL, p, JK_DROP_VXLAN_FLAGS);
-		return;
-	}
-	vni = jk_vxlan_vni(vx);
 	if (!jk_vlt_vtep_serves(&dp->vlt, vni, dp->params.vtep)) {
 		drop(dp, NULL, p, JK_DROP_UNKNOWN_VNI);
 		return;
@@ -826,8 +789,8 @@ static void ingress_one(struct jk_dp *dp, struct jk_pkt *p, uint64_t now_ns)
 		drop(dp, NULL, p, JK_DROP_UNKNOWN_VTEP);
 		return;
 	}
-	p->data += sizeof(*vx);
-	p->len -= sizeof(*vx);
+	p->data += sizeof(struct jk_vxlan_hdr);
+	p->len -= sizeof(struct jk_vxlan_hdr);
 	why = jk_parse_frame(p->data, p->len, &p->meta);
 	if (why != JK_DROP_NONE) {
 		drop(dp, NULL, p, why);
@@ -835,14 +798,13 @@ static void ingress_one(struct jk_dp *dp, struct jk_pkt *p, uint64_t now_ns)
 	}
 	/* The inner source must be an address located at the sending VTEP. */
 	src = jk_vlt_lookup(&dp->vlt, vni, p->meta.src_ip);
-	if (!src || src->is_local || src->vtep != p->rx.src_vtep) {
+	if (!jk_ingress_source_ok(src != NULL, src && !src->is_local ? src->vtep : 0, p->rx.src_vtep)) {
 		drop(dp, NULL, p, JK_DROP_INGRESS_SPOOF);
 		return;
 	}
 	dst = jk_vlt_lookup(&dp->vlt, vni, p->meta.dst_ip);
 	v = (dst && dst->is_local) ? jk_dp_vnic(dp, dst->vnic_id) : NULL;
-	eth = (const void *)p->data;
-	if (!v || (!(p->meta.flags & JK_PF_ARP) && memcmp(eth->dst, v->cfg.mac, JK_ETH_ALEN) != 0)) {
+	if (!v || !jk_ingress_dest_ok(&p->meta, v->cfg.mac)) {
 		drop(dp, NULL, p, JK_DROP_NO_LOCAL_VNIC);
 		return;
 	}

@@ -20,25 +20,25 @@
  * JK_DROP_NONE, or the reason to drop. */
 enum jk_drop jk_offload_import(struct jk_pkt *p);
 
-/* After parsing and trimming to the IPv4 datagram: a GSO request must
- * describe the parsed frame (TCPV4 for TCP, UDP_L4 for UDP, unfragmented,
- * checksum at the L4 checksum field, no SYN/RST/URG); fills p->off.segs
- * and .hdr_len and resets the checksum field to the pseudo-header sum.  A
- * request that amounts to one segment makes an ordinary frame (checksum
- * completed).  For RoCE, every segment must name the destination QP of the
- * first and be of the same kind (request or ACK/NAK/CNP). */
-enum jk_drop jk_offload_check_gso(struct jk_pkt *p);
+/* The segmentation request p->vnet and p->off make, as the pipeline's
+ * checks (pipeline/gso.h, run by jk_egress_judge) read it: the checksum
+ * position included, which on a vNIC is tenant input. */
+void jk_offload_request(const struct jk_pkt *p, struct jk_gso *g);
 
-/* The most segments a UDP super-frame (USO) handed to a vNIC may stand
- * for: Linux's UDP_MAX_SEGMENTS, past which virtio_net_hdr_to_skb refuses
- * the header (older kernels: 64; newer ones take more). */
-#define JK_VNET_UDP_SEGS_MAX 64
+/* After the pipeline accepted request g of the parsed frame p (trimmed to
+ * its IPv4 datagram): records its segments in p->off and resets the
+ * checksum field to the pseudo-header sum (and a UDP length to the whole
+ * datagram's), as Linux's own super-frames have them; a request for one
+ * segment makes an ordinary frame, its checksum completed. */
+void jk_offload_accept(struct jk_pkt *p, const struct jk_gso *g);
 
 /* Bytes the frame puts on the wire as inner frames: every segment with
  * its own copy of the headers. */
 static inline uint32_t jk_offload_wire_len(const struct jk_pkt *p)
 {
-	return p->len + (uint32_t)(p->off.segs - 1) * p->off.hdr_len;
+	struct jk_gso g = { .segs = p->off.segs, .hdr_len = p->off.hdr_len };
+
+	return jk_wire_len(p->len, &g);
 }
 
 /* Completes the L4 checksum of a parsed frame whose field holds the

@@ -1,10 +1,9 @@
-/* parse.h — the frame parser: Ethernet, ARP, IPv4 (options, fragments),
- * UDP, TCP, ICMP and the RoCEv2 BTH (UDP destination port 4791).
- *
- * Layers and the values that lead from one to the next are tables
- * (parse.c); the loop reads them.  Any frame of any length is safe to
- * parse: a frame that ends early or carries impossible lengths returns its
- * drop reason and leaves `m` partly filled.
+/* parse.h — core's entry points to the frame parser, for frames in
+ * memory.  The parser itself (Ethernet, ARP, IPv4 with options and
+ * fragments, UDP, TCP, ICMP, the RoCEv2 BTH) is pipeline/parse.h, which
+ * the kernel fast path's programs compile too.  Any frame of any length is
+ * safe to parse: a frame that ends early or carries impossible lengths
+ * returns its drop reason and leaves `m` partly filled.
  */
 #ifndef JK_PARSE_H
 #define JK_PARSE_H
@@ -16,10 +15,6 @@
 /* Parses `len` bytes of an Ethernet frame into `m`.  Returns JK_DROP_NONE
  * or the reason the frame is malformed.  Sets m->cls. */
 enum jk_drop jk_parse_frame(const uint8_t *frame, uint32_t len, struct jk_pkt_meta *m);
-
-/* Bytes from the BTH to the end of the ICRC of an ACK/NAK, an atomic ACK
- * or a CNP (the only sizes at which they count as control, JK_PF_ROCE_CTRL);
- * 0 for any other opcode. */
 
 /* Outer headers of an underlay packet given from its IPv4 header on. */
 struct jk_outer {

@@ -13,51 +13,13 @@
 
 #include "core/counters.h"
 #include "core/wire.h"
+#include "pipeline/gso.h"
+#include "pipeline/meta.h"
 
 #define JK_PKT_HEADROOM 128
 /* Largest frame read from a vNIC (a 64 KiB TSO/USO super-frame with its
  * Ethernet header) or from the underlay (a UDP_GRO buffer). */
 #define JK_PKT_DATA_MAX (65536 + 64)
-/* Most segments a super-frame may ask for: bounds the work per frame.
- * Any segment size is taken (Linux's own UDP_SEGMENT has no smallest one,
- * and a RoCE sender coalesces 24-byte SEND packets of 8 bytes each). */
-#define JK_GSO_SEGS_MAX 1024
-
-/* Parser flags (struct jk_pkt_meta.flags). */
-#define JK_PF_ARP       (1u << 0)
-#define JK_PF_IPV4      (1u << 1)
-#define JK_PF_FRAG      (1u << 2)   /* a fragment: MF set or offset != 0 */
-#define JK_PF_LATER_FRAG (1u << 3)  /* offset != 0: no L4 header here */
-#define JK_PF_DF        (1u << 4)
-#define JK_PF_TCP       (1u << 5)
-#define JK_PF_UDP       (1u << 6)
-#define JK_PF_ICMP      (1u << 7)
-#define JK_PF_ROCE      (1u << 8)   /* UDP/4791 with a BTH */
-#define JK_PF_ROCE_RC   (1u << 9)   /* BTH opcode in the RC group */
-#define JK_PF_ROCE_CTRL (1u << 10)  /* ACK, atomic ACK, NAK or CNP: never marked or dropped */
-#define JK_PF_L2_MCAST  (1u << 11)  /* destination MAC is broadcast or multicast */
-
-/* What the parser learnt of a frame.  Offsets are from the frame start. */
-struct jk_pkt_meta {
-	uint32_t flags;         /* JK_PF_* */
-	uint16_t ethertype;
-	uint16_t l3_ofs;        /* ARP body or IPv4 header */
-	uint16_t l4_ofs;        /* TCP/UDP/ICMP header (when parsed) */
-	uint16_t l5_ofs;        /* after L4: BTH for RoCE */
-	uint16_t ip_hdr_len;
-	uint16_t ip_tot_len;
-	uint8_t  ip_proto;
-	uint8_t  tos;
-	uint32_t src_ip;        /* host order; ARP: sender protocol address */
-	uint32_t dst_ip;        /* host order; ARP: target protocol address */
-	uint16_t sport;         /* TCP/UDP ports; ICMP: echo identifier */
-	uint16_t dport;
-	uint16_t arp_op;
-	uint8_t  bth_opcode;
-	uint32_t bth_dqpn;
-	uint32_t bth_psn;
-	uint8_t  cls;           /* enum jk_class */
-};
 
 /* How a frame's segmentation and L4 checksum are offloaded (docs/datapath.md).
  * Filled on egress from the vNIC's virtio-net header (offload.c), on

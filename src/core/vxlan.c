@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "core/csum.h"
-#include "core/hash.h"
+#include "pipeline/egress.h"
 
 void jk_vxlan_hdr_init(struct jk_vxlan_hdr *h, uint32_t vni)
 {
@@ -15,11 +15,7 @@ void jk_vxlan_hdr_init(struct jk_vxlan_hdr *h, uint32_t vni)
 
 uint16_t jk_vxlan_sport(const struct jk_pkt_meta *m)
 {
-	uint32_t words[5] = { m->src_ip, m->dst_ip, (uint32_t)m->sport << 16 | m->dport,
-			      m->ip_proto, (m->flags & JK_PF_ROCE) ? m->bth_dqpn : 0 };
-	uint32_t h = jk_hash_words(words, 5, JK_VXLAN_SPORT_SEED);
-
-	return (uint16_t)(JK_VXLAN_SPORT_MIN + (h % JK_VXLAN_SPORT_RANGE));
+	return (uint16_t)(JK_VXLAN_SPORT_MIN + (jk_flow_entropy(m) % JK_VXLAN_SPORT_RANGE));
 }
 
 void jk_ipv4_set_ecn(uint8_t *ip_bytes, uint8_t ecn)
