@@ -21,11 +21,11 @@
 	X(BAD_L4,          "bad_l4",          "TCP data offset invalid, or UDP length not the IP payload") \
 	X(TRUNC_BTH,       "trunc_bth",       "RoCEv2 BTH truncated") \
 	X(ROCE_FRAG,       "roce_frag",       "fragmented RoCEv2 (UDP 4791): never sent by an RNIC, would pass the RCFT by") \
-	X(ETHERTYPE,       "ethertype",       "EtherType other than IPv4 and ARP") \
-	X(VNET_FLAGS,      "vnet_flags",      "virtio-net header: unknown flags or GSO type") \
+	X(ETHERTYPE,       "ethertype",       "EtherType other than IPv4 and ARP, or an 802.1Q tag") \
+	X(VNET_FLAGS,      "vnet_flags",      "virtio-net header: unknown flags") \
 	X(VNET_CSUM,       "vnet_csum",       "virtio-net header: csum_start/csum_offset outside the frame or not at the L4 checksum") \
 	X(VNET_HDR_LEN,    "vnet_hdr_len",    "virtio-net header: hdr_len beyond the frame") \
-	X(VNET_GSO,        "vnet_gso",        "virtio-net header: gso_size 0 or over 1024 segments, or a super-frame that is not plain TCP/UDP over IPv4") \
+	X(VNET_GSO,        "vnet_gso",        "segmentation request of a kind no datapath takes (UFO, TCPv6, ...), gso_size 0, over 1024 segments, or not plain TCP/UDP over IPv4") \
 	X(GSO_MIXED,       "gso_mixed",       "RoCE super-frame whose segments name different QPs, or data after control") \
 	X(SPOOF_MAC,       "spoof_mac",       "source MAC is not the vNIC's") \
 	X(SPOOF_IP,        "spoof_ip",        "source IPv4 (or ARP sender) is not the vNIC's") \

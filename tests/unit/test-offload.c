@@ -346,9 +346,9 @@ static void bad_headers_dropped_by_reason(void **state)
 		enum jk_drop why;
 	} cases[] = {
 		{ { .flags = 0x40 }, JK_DROP_VNET_FLAGS },
-		{ { .gso_type = 3 }, JK_DROP_VNET_FLAGS },                         /* UDP (UFO) */
+		{ { .gso_type = 3 }, JK_DROP_VNET_GSO },                           /* UDP (UFO) */
 		{ { .gso_type = JK_VNET_GSO_UDP_L4 | JK_VNET_GSO_ECN, .flags = 1, .gso_size = MSS,
-		    .csum_start = 34, .csum_offset = 6 }, JK_DROP_VNET_FLAGS },
+		    .csum_start = 34, .csum_offset = 6 }, JK_DROP_VNET_GSO },
 		{ { .hdr_len = 60000 }, JK_DROP_VNET_HDR_LEN },
 		{ { .flags = 1, .csum_start = 5990, .csum_offset = 16 }, JK_DROP_VNET_CSUM },
 		{ { .flags = 1, .csum_start = 10, .csum_offset = 0xffff }, JK_DROP_VNET_CSUM },
