@@ -51,7 +51,8 @@ def main():
                       # -u 16: a QP timeout of 268 ms (7 tries: ~1.9 s).  Starting at 1 Gbit/s
                       # into 100, the sender overshoots until DCQCN cuts; on a busy 2-core
                       # machine the DHTB's ceiling then drops a burst, and with the default
-                      # 67 ms the QP could give up before the debt drained (issue #10, E7).
+                      # 67 ms the QP could give up before the debt drained (see E7 in
+                      # docs/isolation.md).
                       lab.rdma_client(t + "1", "10.0.0.2", d, port=18600,
                                       extra=["--dcqcn=line_rate=1g", "-u", "16"])]
         codes = iso.finish(procs, secs + 30)

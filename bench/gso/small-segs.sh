@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Work per byte (issue 23, finding 3): what a neighbour feels while one
+# Work per byte (docs/security.md "Work per segment"): what a neighbour feels while one
 # tenant sends TSO super-frames of tiny segments at its rate.
 #
 # h1 holds x1 (blue, the sender, shaped to RATE) and v1 (red, the

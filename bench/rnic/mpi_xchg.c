@@ -1,7 +1,7 @@
 /* mpi_xchg — N bytes between two ranks both ways at once (MPI_Sendrecv,
  * the step of a two-rank ring allreduce) against one way (MPI_Send, then
  * an 8-byte answer), mean µs per exchange over ITERS, after a warm-up
- * round of the same (issue 25: where the 1 MiB allreduce loses to TCP).
+ * round of the same (to find where the 1 MiB allreduce loses to TCP).
  *
  *   mpicc -O2 -o mpi_xchg bench/rnic/mpi_xchg.c
  *   mpirun -np 2 ... mpi_xchg ITERS BYTES     (launch as bench/run's mpi_run)

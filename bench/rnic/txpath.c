@@ -7,7 +7,9 @@
  * port 4791.  Prints the rate and the sending process's CPU seconds per GB
  * (user and system, which includes the receiving side's softirq work the
  * kernel runs in the sender's system calls on one machine).
- * docs/rnic.md, "Session 27".
+ * docs/rnic.md, "Transmit path: one copy, `UDP_SEGMENT` sends";
+ * bench/results/2026-12-rnic-experiments.md, "2026-12-02: the send path,
+ * and where the targets stand".
  *
  *   gcc -O2 -Isrc -o txpath bench/rnic/txpath.c src/core/csum.c
  *   ip netns exec TENANT ./txpath udp|staged|ring IFACE SRC_IP DST_IP DST_MAC SENDS

@@ -1,7 +1,7 @@
 /* share.h — how much a datapath thread reads from one vNIC per round, in
- * segments rather than frames (issue 23, finding 3; docs/security.md
- * "Work per segment").  Pure: worker.c keeps one account per vNIC and
- * thread, tests/unit/test-share.c drives it.
+ * segments rather than frames (docs/security.md "Work per segment").
+ * Pure: worker.c keeps one account per vNIC and thread,
+ * tests/unit/test-share.c drives it.
  */
 #ifndef JK_DAEMON_SHARE_H
 #define JK_DAEMON_SHARE_H

@@ -89,7 +89,7 @@ if [ "$DATAPATH" = ebpf ]; then
 	# The kernel fast path outlives its daemon (pinned programs and maps).
 	check "killed daemon: the kernel still forwards" ip netns exec "$ns" ping -c 2 -i 0.2 -W 1 10.0.0.2
 	# A map an earlier build pinned, which these programs no longer have
-	# (session 25 renamed jk_gso_left): the new daemon unpins it.
+	# (jk_gso_left, since renamed): the new daemon unpins it.
 	stale=/sys/fs/bpf/jakiro/$(stat -c %i "/run/netns/${LAB_PREFIX}-h1")-h1/jk_gso_left
 	check "an older build's map pinned beside the others" \
 		bpftool map create "$stale" type array key 4 value 8 entries 1 name jk_gso_left

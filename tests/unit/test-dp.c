@@ -1082,7 +1082,7 @@ static void held_share(void **state)
 	jk_dp_fini(&dp);
 }
 
-/* ---- hostile headers (issue 23) ------------------------------------------- */
+/* ---- hostile headers ------------------------------------------------------ */
 
 /* An ARP reply padded to 65,500 bytes with a TCPv4 GSO request (gso_size
  * 65520, hdr_len 0): it used to go to the underlay, whose sender then

@@ -598,13 +598,13 @@ static void superframes_through_shaper_lose_no_buffer(void **state)
 	assert_true(jk_dp_vnic(&env->dp, env->a)->cnt.drops[JK_DROP_DHTB_TCP] > 0);   /* the queue did overflow */
 }
 
-/* ---- hostile headers (issue 23) --------------------------------------------- */
+/* ---- hostile headers -------------------------------------------------------- */
 
-/* Issue 23, finding 1: a GSO request on a frame that is not IPv4 — an ARP
- * reply padded to 65,600 bytes with gso_type TCPV4, gso_size 65520 and
- * NEEDS_CSUM — used to be forwarded as a "super-frame" of hdr_len 0 whose
- * underlay send never ended; an ARP request with it was answered to the
- * tenant with a header its kernel refuses.  Both are dropped, counted. */
+/* A GSO request on a frame that is not IPv4 — an ARP reply padded to
+ * 65,600 bytes with gso_type TCPV4, gso_size 65520 and NEEDS_CSUM — used
+ * to be forwarded as a "super-frame" of hdr_len 0 whose underlay send
+ * never ended; an ARP request with it was answered to the tenant with a
+ * header its kernel refuses.  Both are dropped, counted. */
 static void gso_on_arp_dropped(void **state)
 {
 	struct env *env = *state;
@@ -644,10 +644,10 @@ static void roce_claiming(struct frame *f, uint8_t opcode, uint32_t dqpn, uint32
 		wr16(f->b + ETH + IPH + 4, udp_len);
 }
 
-/* Issue 23, finding 2: 50 datagrams of 1000 bytes whose BTH says ACK and
- * whose UDP length says 28 (an ACK's size), to 50 QPNs, with qp_quota 2.
- * They used to be classed as control — no RCFT, no quota, never marked —
- * and all delivered.  A UDP length that is not the IP payload is now
+/* A UDP length that is not the IP payload: 50 datagrams of 1000 bytes
+ * whose BTH says ACK and whose UDP length says 28 (an ACK's size), to 50
+ * QPNs, with qp_quota 2.  They used to be classed as control — no RCFT,
+ * no quota, never marked — and all delivered.  Such a UDP length is now
  * dropped (bad_l4), and what the quota sees is what is really there. */
 static void udp_length_not_payload_dropped(void **state)
 {
@@ -674,10 +674,10 @@ static void udp_length_not_payload_dropped(void **state)
 	assert_int_equal(egress(env, &f, &(struct jk_vnet_hdr){ 0 })->verdict.action, JK_ACT_TO_UNDERLAY);
 }
 
-/* Finding 2 under GSO: a USO super-frame of 1000-byte "ACK" segments whose
- * UDP length claims 28 was judged by that field before the GSO check
- * rewrote it.  Refused; with an honest length its segments are data (no
- * segment is control), under the quota. */
+/* A lying UDP length under GSO: a USO super-frame of 1000-byte "ACK"
+ * segments whose UDP length claims 28 was judged by that field before the
+ * GSO check rewrote it.  Refused; with an honest length its segments are
+ * data (no segment is control), under the quota. */
 static void gso_control_judged_by_segments(void **state)
 {
 	struct env *env = *state;

@@ -1,7 +1,7 @@
 /* test-share.c — a datapath thread's segment account per vNIC
  * (daemon/share.h): what a vNIC hands over per round, in segments, for
  * normal super-frames, TSO with tiny segments, and a tenant that mixes the
- * two to game the estimate (issue 23, finding 3). */
+ * two to game the estimate (docs/security.md "Work per segment"). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

@@ -140,10 +140,11 @@ static long rss_kb(void)
 	return resident * 4;
 }
 
-/* Issue 26: a prefaulted table is resident at once (its 9 MiB of slots for
- * 65,536 flows), and thousands of new keys scattered over it afterwards
- * add no page; the same keys in a table not prefaulted do add pages (the
- * creep the prefault removes: this test fails without it). */
+/* The RSS that crept up with vNIC churn (docs/datapath.md): a prefaulted
+ * table is resident at once (its 9 MiB of slots for 65,536 flows), and
+ * thousands of new keys scattered over it afterwards add no page; the same
+ * keys in a table not prefaulted do add pages (the creep the prefault
+ * removes: this test fails without it). */
 static void table_prefault(void **state)
 {
 	struct { uint32_t key; uint8_t rest[68]; } *e;

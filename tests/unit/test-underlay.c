@@ -139,10 +139,10 @@ static struct jk_pkt *through(struct env *env, const struct frame *f, const stru
 	return p;
 }
 
-/* Issue 23, finding 1, end to end in memory: the ARP reply padded to
- * 65,600 bytes with gso_type TCPV4, gso_size 65520, NEEDS_CSUM.  It used
- * to reach the underlay as a "super-frame" whose send computed 0
- * datagrams per call and sent empty ones forever. */
+/* A GSO request on a non-IPv4 frame, end to end in memory: the ARP
+ * reply padded to 65,600 bytes with gso_type TCPV4, gso_size 65520,
+ * NEEDS_CSUM.  It used to reach the underlay as a "super-frame" whose
+ * send computed 0 datagrams per call and sent empty ones forever. */
 static void gso_arp_never_loops(void **state)
 {
 	struct env *env = *state;
