@@ -30,12 +30,12 @@ enum jk_drop jk_offload_import(struct jk_pkt *p)
 	p->off = (struct jk_pkt_offload){ .segs = 1 };
 	if (h->flags & ~(JK_VNET_F_NEEDS_CSUM | JK_VNET_F_DATA_VALID))
 		return JK_DROP_VNET_FLAGS;
-	/* A kind of segmentation no datapath takes (UFO, TCPv6, ECN on UDP):
-	 * the reason the fast path gives it too (pipeline/gso.h). */
-	if (type != JK_VNET_GSO_NONE && type != JK_VNET_GSO_TCPV4 && type != JK_VNET_GSO_UDP_L4)
-		return JK_DROP_VNET_GSO;
-	if ((h->gso_type & JK_VNET_GSO_ECN) && type != JK_VNET_GSO_TCPV4)
-		return JK_DROP_VNET_GSO;
+	/* A kind of segmentation no datapath takes (UFO, TCPv6, ECN on UDP)
+	 * is the pipeline's to refuse (pipeline/gso.h), after the frame's
+	 * own faults, as on the fast path. */
+	if ((type != JK_VNET_GSO_NONE && type != JK_VNET_GSO_TCPV4 && type != JK_VNET_GSO_UDP_L4) ||
+	    ((h->gso_type & JK_VNET_GSO_ECN) && type != JK_VNET_GSO_TCPV4))
+		type = JK_GSO_OTHER;
 	if (h->hdr_len > p->len)
 		return JK_DROP_VNET_HDR_LEN;
 	if (needs_csum && ((uint32_t)h->csum_start + h->csum_offset + 2u > p->len))

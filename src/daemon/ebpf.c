@@ -198,14 +198,18 @@ static int host_write(struct jakirod *d)
 	return bpf_map_update_elem(map_fd(d->ebpf->skel->maps.jk_host), &zero, &h, BPF_ANY) ? -errno : 0;
 }
 
-/* Pins every map in the pin directory (an existing pin is reused by
- * libbpf at load, if it matches). */
+/* Pins every table in the pin directory (an existing pin is reused by
+ * libbpf at load, if it matches).  Not the object's own data (.rodata: the
+ * kernel refuses to create a frozen map to pin; it holds nothing a
+ * restarted jakirod needs). */
 static void maps_pin_paths(struct jk_ebpf *e)
 {
 	struct bpf_map *m;
 	char path[PATH_MAX];
 
 	bpf_object__for_each_map(m, e->skel->obj) {
+		if (bpf_map__is_internal(m))
+			continue;
 		snprintf(path, sizeof(path), "%s/%s", e->pin_dir, bpf_map__name(m));
 		bpf_map__set_pin_path(m, path);
 	}
@@ -216,7 +220,8 @@ static void maps_unpin(struct jk_ebpf *e)
 	struct bpf_map *m;
 
 	bpf_object__for_each_map(m, e->skel->obj)
-		bpf_map__unpin(m, NULL);
+		if (!bpf_map__is_internal(m))
+			bpf_map__unpin(m, NULL);
 }
 
 /* Opens and loads the programs, reusing the pinned maps.  Maps of an

@@ -2,7 +2,10 @@
  * programs (BPF_PROG_TEST_RUN) with any bytes as the frame, through the
  * harness of tests/unit/test-fastpath.c (the same tables on both sides).
  * The input goes out of every vNIC of that host (jk_dp_egress against
- * jk_from_vnic) and in from the underlay from every source below
+ * jk_from_vnic), plain and with each context below (a segmentation request
+ * of each kind from a container and from a VM, with a segment size the
+ * input's last byte picks; an 802.1Q tag), and in from the underlay from
+ * every source below
  * (jk_dp_ingress against jk_from_underlay): trying each vNIC rather than
  * taking one from a selector byte keeps run-fuzz's seeds (bare frames,
  * mkseeds egress) frames.  Any difference of way out, drop reason, bytes
@@ -19,6 +22,42 @@ static const struct {
 } SOURCES[] = {
 	{ VNI_1, VTEP_2 }, { VNI_1, VTEP_3 }, { VNI_2, VTEP_2 }, { VNI_2, VTEP_4 }, { VNI_3, VTEP_2 }, { VNI_1, VTEP_9 },
 };
+
+/* The kernel's contexts a frame is tried with besides none. */
+static const struct twin_ctx CONTEXTS[] = {
+	{ .gso = TWIN_GSO_TCPV4 },             { .gso = TWIN_GSO_TCPV4, .vm = true },
+	{ .gso = TWIN_GSO_UDP_L4 },            { .gso = TWIN_GSO_UDP_L4, .vm = true },
+	{ .gso = TWIN_GSO_UFO, .vm = true },   { .vlan_tci = 7 },
+};
+
+/* A super-frame as a kernel hands it over: its L4 checksum field holds
+ * the pseudo-header sum over the whole L4 length, a UDP length the whole
+ * datagram's (core writes both; the program leaves the kernel's), for a
+ * frame that has a TCP or UDP header at all. */
+static uint32_t as_super_frame(uint8_t *b, uint32_t len)
+{
+	uint32_t hdr = frame_hdr_len(b, len), l4, l4_len, sum;
+	uint8_t proto;
+
+	if (!hdr || hdr > len || b[12] != 0x08 || b[13] != 0x00)
+		return len;
+	l4 = 14 + (uint32_t)(b[14] & 0x0f) * 4;
+	proto = b[14 + 9];
+	if (proto != JK_IPPROTO_TCP && proto != JK_IPPROTO_UDP)
+		return len;
+	l4_len = len - l4;
+	if (proto == JK_IPPROTO_UDP) {
+		b[l4 + 4] = (uint8_t)(l4_len >> 8);
+		b[l4 + 5] = (uint8_t)l4_len;
+	}
+	sum = (uint32_t)(b[26] << 8 | b[27]) + (uint32_t)(b[28] << 8 | b[29]) + (uint32_t)(b[30] << 8 | b[31]) +
+	      (uint32_t)(b[32] << 8 | b[33]) + proto + l4_len;
+	sum = (sum & 0xffff) + (sum >> 16);
+	sum = (sum & 0xffff) + (sum >> 16);
+	b[l4 + (proto == JK_IPPROTO_TCP ? 16 : 6)] = (uint8_t)(sum >> 8);
+	b[l4 + (proto == JK_IPPROTO_TCP ? 16 : 6) + 1] = (uint8_t)sum;
+	return len;
+}
 
 static void differ(const char *what, size_t size, const char *why)
 {
@@ -46,6 +85,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			snprintf(what, sizeof(what), "from vNIC %s", LOCALS[i].name);
 			differ(what, size, t->why);
 		}
+	for (size_t c = 0; c < sizeof(CONTEXTS) / sizeof(CONTEXTS[0]) && size >= 1; c++) {
+		static uint8_t frame[TWIN_FRAME_MAX];
+		struct twin_ctx x = CONTEXTS[c];
+
+		memcpy(frame, data, size);
+		if (x.gso != TWIN_GSO_NONE) {
+			/* Segments of 1 to 256 bytes, or 1400; the last byte picks. */
+			x.gso_size = data[size - 1] ? data[size - 1] : 1400;
+			as_super_frame(frame, (uint32_t)size);
+		}
+		for (int i = 0; i < TW_LOCALS; i++)
+			if (twin_egress_ctx(t, i, frame, (uint32_t)size, &x) == TWIN_DIFFER) {
+				snprintf(what, sizeof(what), "from vNIC %s, context %zu", LOCALS[i].name, c);
+				differ(what, size, t->why);
+			}
+	}
 	for (size_t i = 0; i < sizeof(SOURCES) / sizeof(SOURCES[0]); i++)
 		if (twin_ingress(t, SOURCES[i].vni, SOURCES[i].vtep, data, (uint32_t)size) == TWIN_DIFFER) {
 			snprintf(what, sizeof(what), "in VNI %u from VTEP %08x", SOURCES[i].vni, SOURCES[i].vtep);

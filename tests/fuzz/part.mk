@@ -9,7 +9,7 @@ FUZZ_TARGETS := $(patsubst tests/fuzz/fuzz-%.c,$(FUZZ_DIR)/fuzz-%,$(wildcard tes
 
 fuzz: $(FUZZ_TARGETS) $(FUZZ_DIR)/mkseeds
 
-$(FUZZ_DIR)/fuzz-%: tests/fuzz/fuzz-%.c tests/fuzz/fuzz-env.h $(CORE_SRCS) $(wildcard src/core/*.h)
+$(FUZZ_DIR)/fuzz-%: tests/fuzz/fuzz-%.c tests/fuzz/fuzz-env.h $(CORE_SRCS) $(wildcard src/core/*.h src/pipeline/*.h)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) $< $(CORE_SRCS) -o $@
 
@@ -17,7 +17,7 @@ $(FUZZ_DIR)/fuzz-%: tests/fuzz/fuzz-%.c tests/fuzz/fuzz-env.h $(CORE_SRCS) $(wil
 # jakirod does (daemon/underlay.c), the socket calls wrapped by the harness
 # (fuzz-underlay.h).
 FUZZ_UNDERLAY := $(FUZZ_DIR)/fuzz-vnet $(FUZZ_DIR)/fuzz-egress
-$(FUZZ_UNDERLAY): $(FUZZ_DIR)/fuzz-%: tests/fuzz/fuzz-%.c tests/fuzz/fuzz-env.h tests/fuzz/fuzz-underlay.h src/daemon/underlay.c $(CORE_SRCS) $(wildcard src/core/*.h src/daemon/*.h)
+$(FUZZ_UNDERLAY): $(FUZZ_DIR)/fuzz-%: tests/fuzz/fuzz-%.c tests/fuzz/fuzz-env.h tests/fuzz/fuzz-underlay.h src/daemon/underlay.c $(CORE_SRCS) $(wildcard src/core/*.h src/pipeline/*.h src/daemon/*.h)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) $< src/daemon/underlay.c $(CORE_SRCS) -Wl,--wrap=sendmsg,--wrap=sendmmsg -o $@
 
@@ -30,12 +30,12 @@ $(FUZZ_DIR)/fuzz-conf: tests/fuzz/fuzz-conf.c src/daemon/conf.c src/util/units.c
 # The control-socket request handler: ctl.c, apply.c and conf.c over the
 # core, with the OS (ports, netlink, threads) stubbed in the harness.
 FUZZ_CTL_SRCS := src/daemon/ctl.c src/daemon/apply.c src/daemon/conf.c src/util/units.c $(wildcard src/cplane/*.c)
-$(FUZZ_DIR)/fuzz-ctl: tests/fuzz/fuzz-ctl.c $(FUZZ_CTL_SRCS) $(CORE_SRCS) $(wildcard src/daemon/*.h src/core/*.h)
+$(FUZZ_DIR)/fuzz-ctl: tests/fuzz/fuzz-ctl.c $(FUZZ_CTL_SRCS) $(CORE_SRCS) $(wildcard src/daemon/*.h src/core/*.h src/pipeline/*.h)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) tests/fuzz/fuzz-ctl.c $(FUZZ_CTL_SRCS) $(CORE_SRCS) -ljansson -lcurl -lpthread -o $@
 
 # jakirod's /metrics text builder (pure: no libmicrohttpd).
-$(FUZZ_DIR)/fuzz-metrics: tests/fuzz/fuzz-metrics.c src/daemon/metrics_text.c $(CORE_SRCS) $(wildcard src/daemon/*.h src/core/*.h)
+$(FUZZ_DIR)/fuzz-metrics: tests/fuzz/fuzz-metrics.c src/daemon/metrics_text.c $(CORE_SRCS) $(wildcard src/daemon/*.h src/core/*.h src/pipeline/*.h)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) tests/fuzz/fuzz-metrics.c src/daemon/metrics_text.c $(CORE_SRCS) -o $@
 
@@ -59,6 +59,6 @@ $(FUZZ_DIR)/fuzz-cni: tests/fuzz/fuzz-cni.c $(FUZZ_CNI_SRCS) src/cni/cni.h src/d
 # (included by the target): the programs' skeleton, made here by
 # src/bpf/part.mk under $(BUILD)/gen (run-fuzz: build-fuzz/make/gen), and
 # libbpf; run as root.
-$(FUZZ_DIR)/fuzz-fastpath: tests/fuzz/fuzz-fastpath.c tests/unit/test-fastpath.c tests/unit/dp_host.c tests/unit/dp_host.h tests/unit/frames.h $(BPF_SKEL) $(CORE_SRCS) $(wildcard src/core/*.h src/bpf/*.h)
+$(FUZZ_DIR)/fuzz-fastpath: tests/fuzz/fuzz-fastpath.c tests/unit/test-fastpath.c tests/unit/dp_host.c tests/unit/dp_host.h tests/unit/frames.h $(BPF_SKEL) $(CORE_SRCS) $(wildcard src/core/*.h src/bpf/*.h src/pipeline/*.h)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -I$(BUILD)/gen tests/fuzz/fuzz-fastpath.c tests/unit/dp_host.c $(CORE_SRCS) -lbpf -lelf -lz -o $@

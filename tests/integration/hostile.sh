@@ -1,9 +1,14 @@
 #!/usr/bin/env bash
-# A hostile tenant, with hand-built packets from its own namespace (issue
-# "isolation that holds against hostile tenants"):
+# A hostile tenant, with hand-built packets from its own namespace:
 #   - a GSO request on an ARP frame, written to a TAP as a VM's QEMU does
 #     (vnet_frame.py) and read by jakirod through afpacket, is dropped and
 #     counted (vnet_gso): no datapath thread hangs, vnic add/del complete;
+#   - a VM's UDP super-frame of one-byte segments is counted and charged
+#     every segment's bytes; a VM's UFO never reaches the peer;
+#   - one UDP_SEGMENT send from an unprivileged user naming QP 1 and 50
+#     more QPs is dropped whole (gso_mixed): no QP past the quota;
+#   - ARP replies are held to the vNIC's rate like any frame;
+#   - 802.1Q-tagged frames are dropped (ethertype);
 #   - a UDP length short of the IP payload (1000-byte "ACKs" claiming 28
 #     bytes, to 50 QPNs under qp_quota 2) is dropped (bad_l4), not passed
 #     as control past the quota;
@@ -55,7 +60,7 @@ rx_bytes() {   # HOST VNIC: bytes the vNIC received, every class
 }
 vdrop() { stat_of "$1" "s['vnics']['$2']['drops'].get('$3', 0)"; }
 
-# 0a. A GSO request on a frame that is not IPv4 (issue 23, finding 1), as
+# 0a. A GSO request on a frame that is not IPv4, as
 # a VM's QEMU writes it to its TAP: vNIC evil (afpacket on a TAP that
 # vnet_frame.py holds in h1's namespace) sends ARP frames with gso_type
 # TCPV4, NEEDS_CSUM: a reply padded to 65,600 bytes with gso_size 65520 to
@@ -88,9 +93,52 @@ check "... the datapath still forwards (a1 -> a2, r1 -> r2)" \
 check "... vnic del completes (the datapath threads pause)" timeout 20 $LAB ctl h1 -- vnic del evil
 check "... and vnic add again" \
 	timeout 20 $LAB ctl h1 -- vnic add evil vpc blue ip 10.0.0.3 mac 02:00:00:00:e0:01 backend afpacket ifname v-evil
+
+# 0c. A VM's super-frames are charged every segment they become: a UDP
+# write of 60 one-byte segments through evil's TAP (gso_type UDP_L4; the
+# kernel's gso_segs is 0 for a TAP's frame) counts 102 + 59 x 42 bytes on
+# egress, the DHTB's charge, on both datapaths (the fast path charged 102),
+# and a1 (on the same host: no other host knows evil) gets its 60
+# datagrams.  UFO (gso_type 3: the kernel would cut RoCE into IP
+# fragments) never reaches a1: the fast path drops and counts
+# it (vnet_gso), as every kind of segmentation but TCPv4 and UDP_L4; on
+# the user datapath the kernel's AF_PACKET already refuses to describe it
+# to jakirod.  A plain datagram after it marks when it has been judged.
+tx_bytes() { stat_of "$1" "sum(c['bytes'] for c in s['vnics']['$2']['egress'].values())"; }
+a1mac=$(lab exec a1 -- cat /sys/class/net/eth0/address)
+lab_bg exec a1 -- python3 -u -c '
+import socket
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.bind(("0.0.0.0", 9))
+print("ready", flush=True)
+while True:
+    print("len", len(s.recv(4096)), flush=True)' > "$WORK/port9.out" 2>&1
+p9=$!
+at_exit "kill $p9 2>/dev/null"
+wait_until 10 grep -q ready "$WORK/port9.out"
+tx0=$(tx_bytes h1 evil) g0=$(vdrop h1 evil vnet_gso)
+echo "udp 02:00:00:00:e0:01 10.0.0.3 $a1mac 10.0.0.1 5 1 60" >&7
+tx_grew() { test "$(( $(tx_bytes h1 evil) - tx0 ))" -ge "$1"; }
+wait_until 10 tx_grew 2580
+tx=$(( $(tx_bytes h1 evil) - tx0 ))
+echo "# a VM's UDP_L4 super-frame of 60 one-byte segments (to a1): egress counted $tx bytes"
+check "a VM's UDP super-frame of 60 segments is counted and charged 2580 bytes, got $tx" test "$tx" -eq 2580
+got_len() { test "$(grep -c "^len $1\$" "$WORK/port9.out")" -ge "$2"; }
+wait_until 10 got_len 1 60
+check "... and a1 gets its 60 one-byte datagrams" got_len 1 60
+echo "udp 02:00:00:00:e0:01 10.0.0.3 $a1mac 10.0.0.1 3 200 1000" >&7
+echo "udp 02:00:00:00:e0:01 10.0.0.3 $a1mac 10.0.0.1 0 0 5" >&7
+wait_until 10 got_len 5 1
+check "a VM's UFO write does not reach a1 (the plain datagram after it did)" \
+	sh -c "grep -q '^len 5\$' '$WORK/port9.out' && ! grep -q '^len 1000\$' '$WORK/port9.out'"
+if [ "$DATAPATH" = ebpf ]; then
+	check "... dropped and counted (vnet_gso +$(( $(vdrop h1 evil vnet_gso) - g0 )))" \
+		test "$(( $(vdrop h1 evil vnet_gso) - g0 ))" -ge 1
+fi
+kill $p9 2>/dev/null
 check "... and vnic del" timeout 20 $LAB ctl h1 -- vnic del evil
 
-# 0b. Control opcodes by the UDP length field (issue 23, finding 2): with
+# 0b. Control opcodes by the UDP length field: with
 # qp_quota 2, a1 sends 50 datagrams of 1000 bytes whose BTH says ACK
 # (0x11) and whose UDP length says 28 (an ACK's size), to 50 QPNs, from a
 # raw socket.  They used to be classed as control (no RCFT, no quota, never
@@ -116,6 +164,129 @@ got=$(( $(rx_pkts h2 a2) - before ))
 echo "# 50 'ACKs' of 1000 bytes claiming UDP length 28: $got reached a2, bad_l4 $(bad_l4_new)"
 check "a UDP length short of the IP payload: none of the 50 delivered ($got)" test "$got" -eq 0
 check "... all 50 dropped and counted (bad_l4)" test "$(bad_l4_new)" -eq 50
+# 0d. One UDP_SEGMENT send is one frame to the datapath and many on the
+# wire: every RoCE segment must name the first one's QP (pipeline/gso.h),
+# or one send opens as many QPs as it likes past the quota.  With
+# qp_quota 2, an unprivileged user in a1 sends, through a plain UDP socket
+# with UDP_SEGMENT, 8 segments to QP 1 (they arrive), then 51 segments
+# to QP 1 and 50 new QPs: dropped whole and counted (gso_mixed); a2 never
+# sees more QPs than the quota.
+lab_bg exec a2 -- python3 -u -c '
+import socket
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.bind(("0.0.0.0", 4791))
+print("ready", flush=True)
+while True:
+    d = s.recv(2048)
+    print("qpn", int.from_bytes(d[5:8], "big"), flush=True)' > "$WORK/qpns.out" 2>&1
+qrx=$!
+at_exit "kill $qrx 2>/dev/null"
+wait_until 10 grep -q ready "$WORK/qpns.out"
+uso_send() {   # QPNs..., one UDP_SEGMENT send of 64-byte segments, as user nobody
+	lab exec a1 -- setpriv --reuid=65534 --regid=65534 --clear-groups python3 - "$@" <<'PY'
+import socket, sys
+UDP_SEGMENT = 103
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.setsockopt(socket.SOL_UDP, UDP_SEGMENT, 64)
+s.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, 2)
+buf = b"".join(bytes([0x0a, 0, 0xff, 0xff, 0]) + int(q).to_bytes(3, "big") + bytes(4) + bytes(52) for q in sys.argv[1:])
+s.sendto(buf, ("10.0.0.2", 4791))
+PY
+}
+seen() { grep -c '^qpn' "$WORK/qpns.out"; }
+check "one UDP_SEGMENT send of 8 segments to QP 1 (unprivileged)" uso_send 1 1 1 1 1 1 1 1
+seen_ge() { test "$(seen)" -ge "$1"; }
+wait_until 10 seen_ge 8
+check "... its 8 segments reach a2" seen_ge 8
+m0=$(vdrop h1 a1 gso_mixed) n0=$(seen)
+check "one UDP_SEGMENT send to QP 1 and 50 more QPs (unprivileged)" uso_send 1 $(seq 100 149)
+mixed_new() { test "$(( $(vdrop h1 a1 gso_mixed) - m0 ))" -ge 1; }
+wait_until 10 mixed_new
+qpns=$(grep '^qpn' "$WORK/qpns.out" | sort -u | wc -l)
+echo "# QP 1 + 50 QPs in one send: $(( $(seen) - n0 )) segments reached a2, $qpns distinct QPs ever, gso_mixed +$(( $(vdrop h1 a1 gso_mixed) - m0 ))"
+check "... dropped and counted (gso_mixed)" mixed_new
+check "... a2 sees no more QPs than the quota (2): $qpns" test "$qpns" -le 2
+kill $qrx 2>/dev/null
+
+# 0e. Every frame a vNIC sends is charged to its DHTB, ARP replies too
+# (the fast path forwarded them past it): a1 sends ARP replies to a2 as
+# fast as it can, for 1 s at 1 Gbit/s (what it can offer: more than twice
+# 10 Mbit/s, or the check below proves nothing) and for 3 s at 10 Mbit/s:
+# what reaches a2 is within the rate, with the buckets' burst.  (A
+# blocking sender may be held back by its own socket's buffer while htb
+# holds its frames: the rate still holds.)
+a1mac=$(lab exec a1 -- cat /sys/class/net/eth0/address)
+a2mac=$(lab exec a1 -- ip -br neigh show 10.0.0.2 | awk '{print $3}')
+arp_flood() {   # SECS: ARP replies a1 -> a2
+	lab exec a1 -- python3 - "$a1mac" "$a2mac" "$1" <<'PY'
+import socket, struct, sys, time
+mac = lambda s: bytes.fromhex(s.replace(":", ""))
+s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+s.bind(("eth0", 0))
+body = struct.pack("!HHBBH6s4s6s4s", 1, 0x0800, 6, 4, 2, mac(sys.argv[1]), socket.inet_aton("10.0.0.1"),
+                   mac(sys.argv[2]), socket.inet_aton("10.0.0.2"))
+frame = mac(sys.argv[2]) + mac(sys.argv[1]) + b"\x08\x06" + body
+end = time.monotonic() + float(sys.argv[3])
+while time.monotonic() < end:
+    try:
+        s.send(frame)
+    except OSError:
+        pass
+PY
+}
+rx_settled() { local a b; a=$(rx_bytes h2 a2); sleep 0.3; b=$(rx_bytes h2 a2); test "$a" = "$b"; }
+allowed=$(( 10000000 / 8 * 35 / 10 + 262144 ))    # 3 s at the rate, half a second more, and the burst
+check "vnic set a1 rate 1gbit" lab ctl h1 -- vnic set a1 rate 1gbit
+rx0=$(rx_bytes h2 a2)
+arp_flood 1
+wait_until 10 rx_settled
+offered=$(( $(rx_bytes h2 a2) - rx0 ))
+check "vnic set a1 rate 10mbit" lab ctl h1 -- vnic set a1 rate 10mbit
+rx0=$(rx_bytes h2 a2)
+arp_flood 3
+wait_until 10 rx_settled
+got=$(( $(rx_bytes h2 a2) - rx0 ))
+echo "# ARP replies a1 -> a2: $offered bytes in 1 s at 1 Gbit/s; $got bytes in 3 s at 10 Mbit/s (allowed $allowed)"
+check "the tenant offers more than twice 10 Mbit/s ($offered bytes/s > $(( 2 * 10000000 / 8 )))" \
+	test "$offered" -gt $(( 2 * 10000000 / 8 ))
+check "ARP replies are held to the vNIC's rate: $got <= $allowed" test "$got" -le "$allowed"
+check "vnic set a1 rate 40mbit (back)" lab ctl h1 -- vnic set a1 rate 40mbit
+
+# 0f. An 802.1Q-tagged frame is no frame of a vNIC (the kernel takes the
+# tag out before the fast path's program runs; it was forwarded as plain
+# IPv4): 20 tagged UDP datagrams from a1 to a2 are dropped and counted
+# (ethertype), none reaches a2.
+lab_bg exec a2 -- python3 -u -c '
+import socket
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.bind(("0.0.0.0", 9999))
+print("ready", flush=True)
+while True:
+    s.recv(2048); print("got", flush=True)' > "$WORK/tagged.out" 2>&1
+trx=$!
+at_exit "kill $trx 2>/dev/null"
+wait_until 10 grep -q ready "$WORK/tagged.out"
+e0=$(vdrop h1 a1 ethertype)
+lab exec a1 -- python3 - "$a1mac" "$a2mac" <<'PY'
+import socket, struct, sys
+mac = lambda s: bytes.fromhex(s.replace(":", ""))
+s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+s.bind(("eth0", 0))
+ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + 8 + 32, 0, 0x4000, 64, 17, 0, socket.inet_aton("10.0.0.1"),
+                 socket.inet_aton("10.0.0.2"))
+c = sum(ip[i] << 8 | ip[i + 1] for i in range(0, 20, 2)); c = (c & 0xffff) + (c >> 16)
+ip = ip[:10] + struct.pack("!H", ~c & 0xffff) + ip[12:]
+frame = mac(sys.argv[2]) + mac(sys.argv[1]) + b"\x81\x00" + struct.pack("!H", 5) + b"\x08\x00" + ip + \
+    struct.pack("!HHHH", 40000, 9999, 40, 0) + bytes(32)
+for _ in range(20):
+    s.send(frame)
+PY
+eth_new() { test "$(( $(vdrop h1 a1 ethertype) - e0 ))" -ge 20; }
+wait_until 10 eth_new
+check "20 tagged frames dropped and counted (ethertype +$(( $(vdrop h1 a1 ethertype) - e0 )))" eth_new
+check "... none reached a2" test "$(grep -c got "$WORK/tagged.out")" -eq 0
+kill $trx 2>/dev/null
+
 check "vnic set a1 qp_quota 256 (back)" lab ctl h1 -- vnic set a1 qp_quota 256
 
 # UDP/4791 datagrams of SIZE bytes whose first byte (the BTH opcode) is

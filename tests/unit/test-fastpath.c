@@ -625,6 +625,19 @@ static void core_send(struct twin *t, int from, const uint8_t *frame, uint32_t l
 	jk_dp_egress(&t->dp, t->id[from], &p, 1, NOW_NS);
 }
 
+/* Whether the kernel builds an skb of a frame written with the
+ * segmentation request x (tun's and virtio_net_hdr_to_skb's checks: the
+ * header's length and checksum position inside the frame): what it refuses
+ * never reaches the program, and core refuses it at import. */
+static bool kernel_takes(const uint8_t *frame, uint32_t len, const struct twin_ctx *x)
+{
+	uint32_t start = len >= 15 ? 14 + (uint32_t)(frame[14] & 0x0f) * 4 : len;
+
+	if (x->gso == TWIN_GSO_NONE)
+		return true;
+	return frame_hdr_len(frame, len) <= len && start + (x->gso == TWIN_GSO_TCPV4 ? 16 : 6) + 2 <= len;
+}
+
 /* The kernel's context of the frame (t->ctx) for a test run: the GSO
  * size, the segment count a container's kernel states (a VM's: none), and
  * what the program reads from cb[] under jk_test_ctx_in_cb. */
@@ -1058,7 +1071,7 @@ static int twin_egress_ctx(struct twin *t, int from, const uint8_t *frame, uint3
 
 	t->why[0] = '\0';
 	t->ctx = *x;
-	if (len > TWIN_FRAME_MAX)
+	if (len > TWIN_FRAME_MAX || !kernel_takes(frame, len, x))
 		return TWIN_CANNOT_RUN;
 	r = prog_egress(t, from, frame, len);
 	if (r)

@@ -346,7 +346,8 @@ static void bad_headers_dropped_by_reason(void **state)
 		enum jk_drop why;
 	} cases[] = {
 		{ { .flags = 0x40 }, JK_DROP_VNET_FLAGS },
-		{ { .gso_type = 3 }, JK_DROP_VNET_GSO },                           /* UDP (UFO) */
+		{ { .gso_type = 3, .flags = 1, .gso_size = MSS, .csum_start = 34, .csum_offset = 6 },
+		  JK_DROP_VNET_GSO },                                            /* UDP (UFO) */
 		{ { .gso_type = JK_VNET_GSO_UDP_L4 | JK_VNET_GSO_ECN, .flags = 1, .gso_size = MSS,
 		    .csum_start = 34, .csum_offset = 6 }, JK_DROP_VNET_GSO },
 		{ { .hdr_len = 60000 }, JK_DROP_VNET_HDR_LEN },
