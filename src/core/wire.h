@@ -19,17 +19,23 @@
 #define htons(x) bpf_htons(x)
 #define ntohl(x) bpf_ntohl(x)
 #define htonl(x) bpf_htonl(x)
+#define be64toh(x) bpf_be64_to_cpu(x)
+#define htobe64(x) bpf_cpu_to_be64(x)
 #else
 #include <arpa/inet.h>
+#include <endian.h>
 #endif
 
 typedef struct { uint16_t raw; } __attribute__((packed)) jk_be16;
 typedef struct { uint32_t raw; } __attribute__((packed)) jk_be32;
+typedef struct { uint64_t raw; } __attribute__((packed)) jk_be64;
 
 static inline uint16_t jk_get16(jk_be16 v) { return ntohs(v.raw); }
 static inline uint32_t jk_get32(jk_be32 v) { return ntohl(v.raw); }
+static inline uint64_t jk_get64(jk_be64 v) { return be64toh(v.raw); }
 static inline jk_be16 jk_put16(uint16_t v) { return (jk_be16){ htons(v) }; }
 static inline jk_be32 jk_put32(uint32_t v) { return (jk_be32){ htonl(v) }; }
+static inline jk_be64 jk_put64(uint64_t v) { return (jk_be64){ htobe64(v) }; }
 
 #define JK_ETH_ALEN       6
 #define JK_ETHERTYPE_IPV4 0x0800

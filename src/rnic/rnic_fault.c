@@ -153,18 +153,18 @@ int rnic_fault_plan(struct rnic_fault *f, struct rnic_counters *cnt, int n, int 
 void rnic_fault_mark(struct rnic_fault *f, struct rnic_counters *cnt,
 		     struct rnic_rxseg *s, uint64_t now_ns)
 {
-	struct rnic_ipv4 *ip = (struct rnic_ipv4 *)s->ipudp;
+	struct jk_ipv4_hdr *ip = (struct jk_ipv4_hdr *)s->ipudp;
 	uint32_t len = RNIC_IPUDP_LEN + s->l4len;
 	int64_t cap = f->ce_depth;
 
-	if (f->corrupt > 0 && s->l4len > sizeof(struct rnic_bth) + RNIC_ICRC_SIZE &&
+	if (f->corrupt > 0 && s->l4len > sizeof(struct jk_bth) + RNIC_ICRC_SIZE &&
 	    rnd(f) < f->corrupt) {
 		/* a byte the ICRC covers: just before the ICRC */
 		s->l4[s->l4len - RNIC_ICRC_SIZE - 1] ^= 0x10;
 		cnt->fault_corrupt++;
 	}
 
-	if (!f->ce_rate || s->l4len < sizeof(struct rnic_bth))
+	if (!f->ce_rate || s->l4len < sizeof(struct jk_bth))
 		return;
 	if ((ip->tos & RNIC_ECN_MASK) == 0)
 		return;                       /* Not-ECT is never marked */

@@ -1,9 +1,9 @@
 /* rnic_hdr.h — RoCEv2 wire layouts (BTH, RETH, AETH, ImmDt, CNP), typed
  * byte order, the opcode table and PSN arithmetic.
  *
- * Network-order fields are rn_be16 / rn_be32 / rn_be64: structs wrapping
- * the raw value (the same idea as jk_be16/jk_be32 in src/core/wire.h, kept
- * here so the soft RNIC builds on its own).  Two levels of accessors, as
+ * The IPv4, UDP and BTH layouts and the typed byte order (jk_be16,
+ * jk_be32, jk_be64 and their accessors) are core/wire.h's: one layout of
+ * each header in the tree, as Linux rxe has one rxe_hdr.h.  Two levels of accessors, as
  * in Linux rxe: __bth_psn(hdr) reads a raw header, and the parser fills a
  * struct rnic_pkt so the transport reads pkt->psn.
  *
@@ -18,16 +18,7 @@
 #include <stdint.h>
 #include <string.h>
 
-typedef struct { uint16_t raw; } __attribute__((packed)) rn_be16;
-typedef struct { uint32_t raw; } __attribute__((packed)) rn_be32;
-typedef struct { uint64_t raw; } __attribute__((packed)) rn_be64;
-
-static inline uint16_t rn_get16(rn_be16 v) { return ntohs(v.raw); }
-static inline uint32_t rn_get32(rn_be32 v) { return ntohl(v.raw); }
-static inline uint64_t rn_get64(rn_be64 v) { return be64toh(v.raw); }
-static inline rn_be16 rn_put16(uint16_t v) { return (rn_be16){ htons(v) }; }
-static inline rn_be32 rn_put32(uint32_t v) { return (rn_be32){ htonl(v) }; }
-static inline rn_be64 rn_put64(uint64_t v) { return (rn_be64){ htobe64(v) }; }
+#include "core/wire.h"
 
 #define RNIC_UDP_PORT     4791
 #define RNIC_ICRC_SIZE    4
@@ -35,36 +26,15 @@ static inline rn_be64 rn_put64(uint64_t v) { return (rn_be64){ htobe64(v) }; }
 
 /* ---- IPv4 / UDP, as far as the ICRC and the raw receive path need ------- */
 
-#define RNIC_IP_DF       0x4000
-#define RNIC_IP_MF       0x2000
-#define RNIC_IP_FRAGOFF  0x1fff
-#define RNIC_ECN_MASK    0x03
-#define RNIC_ECN_ECT0    0x02
-#define RNIC_ECN_CE      0x03
-#define RNIC_IPPROTO_UDP 17
+#define RNIC_IP_DF       JK_IP_DF
+#define RNIC_IP_MF       JK_IP_MF
+#define RNIC_IP_FRAGOFF  JK_IP_FRAG_MASK
+#define RNIC_ECN_MASK    JK_ECN_MASK
+#define RNIC_ECN_ECT0    JK_ECN_ECT0
+#define RNIC_ECN_CE      JK_ECN_CE
+#define RNIC_IPPROTO_UDP JK_IPPROTO_UDP
 #define RNIC_IP_TTL      64
 
-struct rnic_ipv4 {
-	uint8_t ver_ihl;
-	uint8_t tos;
-	rn_be16 tot_len;
-	rn_be16 id;
-	rn_be16 frag_off;
-	uint8_t ttl;
-	uint8_t proto;
-	rn_be16 check;
-	rn_be32 saddr;
-	rn_be32 daddr;
-} __attribute__((packed));
-_Static_assert(sizeof(struct rnic_ipv4) == 20, "IPv4 header is 20 bytes");
-
-struct rnic_udp {
-	rn_be16 sport;
-	rn_be16 dport;
-	rn_be16 len;
-	rn_be16 check;
-} __attribute__((packed));
-_Static_assert(sizeof(struct rnic_udp) == 8, "UDP header is 8 bytes");
 
 /* ---- Base Transport Header ---------------------------------------------- */
 
@@ -75,59 +45,52 @@ _Static_assert(sizeof(struct rnic_udp) == 8, "UDP header is 8 bytes");
 #define BTH_TVER_MASK   0x0f        /* flags: transport version (0) */
 #define BTH_FECN_BIT    0x80000000u /* fqpn */
 #define BTH_BECN_BIT    0x40000000u /* fqpn */
-#define BTH_QPN_MASK    0x00ffffffu
+#define BTH_QPN_MASK    JK_BTH_QPN_MASK
 #define BTH_ACK_BIT     0x80000000u /* apsn: acknowledge request */
-#define BTH_PSN_MASK    0x00ffffffu
+#define BTH_PSN_MASK    JK_BTH_PSN_MASK
 
-struct rnic_bth {
-	uint8_t opcode;
-	uint8_t flags;    /* SE | M | PadCnt(2) | TVer(4) */
-	rn_be16 pkey;
-	rn_be32 fqpn;     /* FECN | BECN | resv6 | DestQP(24) */
-	rn_be32 apsn;     /* AckReq | resv7 | PSN(24) */
-} __attribute__((packed));
-_Static_assert(sizeof(struct rnic_bth) == 12, "BTH is 12 bytes");
+/* The BTH is core/wire.h's struct jk_bth. */
 
 /* Datagram Extended Transport Header: UD requests. */
 #define DETH_SQP_MASK 0x00ffffffu
 struct rnic_deth {
-	rn_be32 qkey;
-	rn_be32 sqp;      /* reserved byte, source QPN */
+	jk_be32 qkey;
+	jk_be32 sqp;      /* reserved byte, source QPN */
 } __attribute__((packed));
 _Static_assert(sizeof(struct rnic_deth) == 8, "DETH is 8 bytes");
 
 /* RDMA Extended Transport Header. */
 struct rnic_reth {
-	rn_be64 va;
-	rn_be32 rkey;
-	rn_be32 len;
+	jk_be64 va;
+	jk_be32 rkey;
+	jk_be32 len;
 } __attribute__((packed));
 _Static_assert(sizeof(struct rnic_reth) == 16, "RETH is 16 bytes");
 
 /* ACK Extended Transport Header. */
 struct rnic_aeth {
-	rn_be32 smsn;     /* syndrome(8) | MSN(24) */
+	jk_be32 smsn;     /* syndrome(8) | MSN(24) */
 } __attribute__((packed));
 _Static_assert(sizeof(struct rnic_aeth) == 4, "AETH is 4 bytes");
 
 /* Immediate data. */
 struct rnic_immdt {
-	rn_be32 imm;
+	jk_be32 imm;
 } __attribute__((packed));
 _Static_assert(sizeof(struct rnic_immdt) == 4, "ImmDt is 4 bytes");
 
 /* Atomic Extended Transport Header (CmpSwap, FetchAdd requests). */
 struct rnic_atmeth {
-	rn_be64 va;
-	rn_be32 rkey;
-	rn_be64 swap_add;  /* swap data (CmpSwap) or add data (FetchAdd) */
-	rn_be64 compare;   /* compare data (CmpSwap) */
+	jk_be64 va;
+	jk_be32 rkey;
+	jk_be64 swap_add;  /* swap data (CmpSwap) or add data (FetchAdd) */
+	jk_be64 compare;   /* compare data (CmpSwap) */
 } __attribute__((packed));
 _Static_assert(sizeof(struct rnic_atmeth) == 28, "AtomicETH is 28 bytes");
 
 /* Atomic Acknowledge Extended Transport Header: the original value. */
 struct rnic_atmack {
-	rn_be64 orig;
+	jk_be64 orig;
 } __attribute__((packed));
 _Static_assert(sizeof(struct rnic_atmack) == 8, "AtomicAckETH is 8 bytes");
 
@@ -152,26 +115,26 @@ _Static_assert(sizeof(struct rnic_cnp) == 16, "CNP body is 16 bytes");
 
 /* ---- raw accessors ------------------------------------------------------ */
 
-static inline uint8_t __bth_opcode(const void *h) { return ((const struct rnic_bth *)h)->opcode; }
+static inline uint8_t __bth_opcode(const void *h) { return ((const struct jk_bth *)h)->opcode; }
 static inline int __bth_pad(const void *h)
 {
-	return (((const struct rnic_bth *)h)->flags & BTH_PAD_MASK) >> BTH_PAD_SHIFT;
+	return (((const struct jk_bth *)h)->flags & BTH_PAD_MASK) >> BTH_PAD_SHIFT;
 }
 static inline uint32_t __bth_qpn(const void *h)
 {
-	return rn_get32(((const struct rnic_bth *)h)->fqpn) & BTH_QPN_MASK;
+	return jk_get32(((const struct jk_bth *)h)->qpn) & BTH_QPN_MASK;
 }
 static inline uint32_t __bth_psn(const void *h)
 {
-	return rn_get32(((const struct rnic_bth *)h)->apsn) & BTH_PSN_MASK;
+	return jk_get32(((const struct jk_bth *)h)->apsn) & BTH_PSN_MASK;
 }
 static inline int __bth_ack(const void *h)
 {
-	return !!(rn_get32(((const struct rnic_bth *)h)->apsn) & BTH_ACK_BIT);
+	return !!(jk_get32(((const struct jk_bth *)h)->apsn) & BTH_ACK_BIT);
 }
 static inline int __bth_becn(const void *h)
 {
-	return !!(rn_get32(((const struct rnic_bth *)h)->fqpn) & BTH_BECN_BIT);
+	return !!(jk_get32(((const struct jk_bth *)h)->qpn) & BTH_BECN_BIT);
 }
 
 /* ---- PSN arithmetic ----------------------------------------------------- */
@@ -330,7 +293,7 @@ static inline uint32_t pkt_imm(const struct rnic_pkt *p)
 {
 	const struct rnic_immdt *i = (const struct rnic_immdt *)
 		(p->hdr + rnic_opcode[p->opcode].offset[RNIC_EXT_IMMDT]);
-	return rn_get32(i->imm);
+	return jk_get32(i->imm);
 }
 static inline const struct rnic_atmeth *pkt_atmeth(const struct rnic_pkt *p)
 {
@@ -344,15 +307,15 @@ static inline uint64_t pkt_atmack_orig(const struct rnic_pkt *p)
 {
 	const struct rnic_atmack *a = (const struct rnic_atmack *)
 		(p->hdr + rnic_opcode[p->opcode].offset[RNIC_EXT_ATMACK]);
-	return rn_get64(a->orig);
+	return jk_get64(a->orig);
 }
 static inline uint8_t aeth_syndrome(const struct rnic_pkt *p)
 {
-	return rn_get32(pkt_aeth(p)->smsn) >> 24;
+	return jk_get32(pkt_aeth(p)->smsn) >> 24;
 }
 static inline uint32_t aeth_msn(const struct rnic_pkt *p)
 {
-	return rn_get32(pkt_aeth(p)->smsn) & AETH_MSN_MASK;
+	return jk_get32(pkt_aeth(p)->smsn) & AETH_MSN_MASK;
 }
 
 /* ---- ICRC (rnic_icrc.c) ------------------------------------------------- */

@@ -30,7 +30,7 @@
 #include "rnic/rnic_hdr.h"
 
 #define CRC32_POLY_LE   0xedb88320u
-#define RNIC_IPUDP_BYTES (sizeof(struct rnic_ipv4) + sizeof(struct rnic_udp))
+#define RNIC_IPUDP_BYTES (sizeof(struct jk_ipv4_hdr) + sizeof(struct jk_udp_hdr))
 
 static uint32_t crc_tab[8][256];
 static pthread_once_t crc_once = PTHREAD_ONCE_INIT;
@@ -309,16 +309,16 @@ static uint32_t icrc_clmul(const uint8_t *ipudp, const uint8_t *bth, size_t len)
 	b2 = _mm_or_si128(b2, _mm_set_epi64x(0xff, 0xffff0000));
 	b0 = _mm_xor_si128(b0, _mm_cvtsi32_si128(-1));
 	b0 = fold16(fold16(b0, kfold(1), b1), kfold(1), b2);
-	return crc_fold_on(b0, bth + sizeof(struct rnic_bth), len - sizeof(struct rnic_bth));
+	return crc_fold_on(b0, bth + sizeof(struct jk_bth), len - sizeof(struct jk_bth));
 }
 #endif
 
 static uint32_t icrc(const void *ip_udp, const uint8_t *bth, size_t len)
 {
-	uint8_t ps[8 + RNIC_IPUDP_BYTES + sizeof(struct rnic_bth)];
-	struct rnic_ipv4 *ip = (struct rnic_ipv4 *)(ps + 8);
-	struct rnic_udp *udp = (struct rnic_udp *)(ip + 1);
-	struct rnic_bth *b = (struct rnic_bth *)(udp + 1);
+	uint8_t ps[8 + RNIC_IPUDP_BYTES + sizeof(struct jk_bth)];
+	struct jk_ipv4_hdr *ip = (struct jk_ipv4_hdr *)(ps + 8);
+	struct jk_udp_hdr *udp = (struct jk_udp_hdr *)(ip + 1);
+	struct jk_bth *b = (struct jk_bth *)(udp + 1);
 
 	pthread_once(&crc_once, crc_init);
 #if defined(__x86_64__)
@@ -330,9 +330,9 @@ static uint32_t icrc(const void *ip_udp, const uint8_t *bth, size_t len)
 	memcpy(b, bth, sizeof(*b));
 	ip->tos = 0xff;
 	ip->ttl = 0xff;
-	ip->check.raw = 0xffff;
-	udp->check.raw = 0xffff;
-	b->fqpn.raw |= htonl(~BTH_QPN_MASK);   /* FECN, BECN, resv6 */
+	ip->csum.raw = 0xffff;
+	udp->csum.raw = 0xffff;
+	b->qpn.raw |= htonl(~BTH_QPN_MASK);   /* FECN, BECN, resv6 */
 	return rnic_crc32(rnic_crc32(~0u, ps, sizeof(ps)), bth + sizeof(*b), len - sizeof(*b));
 }
 
@@ -343,7 +343,7 @@ uint32_t rnic_icrc_packet(const void *ip_udp, const uint8_t *bth, size_t len)
 
 int rnic_icrc_check(const void *ip_udp, const uint8_t *bth, uint32_t paylen)
 {
-	if (paylen < sizeof(struct rnic_bth) + RNIC_ICRC_SIZE)
+	if (paylen < sizeof(struct jk_bth) + RNIC_ICRC_SIZE)
 		return -EBADMSG;
 	return rnic_icrc_packet(ip_udp, bth, paylen - RNIC_ICRC_SIZE) ==
 	       rnic_icrc_get(bth + paylen - RNIC_ICRC_SIZE) ? 0 : -EBADMSG;

@@ -65,7 +65,7 @@
 #endif
 #define RNIC_RAW_HDR_LEN     (10 + 14 + 20 + 8) /* a raw send's virtio_net_hdr, Ethernet, IPv4, UDP */
 #define RNIC_RX_SEGS         64      /* packets per coalesced frame, at most */
-#define RNIC_IPUDP_LEN       (sizeof(struct rnic_ipv4) + sizeof(struct rnic_udp))
+#define RNIC_IPUDP_LEN       (sizeof(struct jk_ipv4_hdr) + sizeof(struct jk_udp_hdr))
 
 struct rnic_pd {
 	struct rnic_dev *dev;

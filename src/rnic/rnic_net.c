@@ -249,7 +249,7 @@ static int attach_keep(int fd, const struct rnic_dev *dev)
 		/* 13 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, RNIC_UDP_PORT, 0, r - 14),
 		/* BTH: the word after opcode, flags and P_Key holds the dest QP */
 		/* 14 */ BPF_STMT(BPF_LD | BPF_W | BPF_IND,
-				  ETH_HLEN + sizeof(struct rnic_udp) + offsetof(struct rnic_bth, fqpn)),
+				  ETH_HLEN + sizeof(struct jk_udp_hdr) + offsetof(struct jk_bth, qpn)),
 		/* 15 */ BPF_STMT(BPF_ALU | BPF_AND | BPF_K, 0x00ffffff),
 		/* a device with QP 1 keeps QP 1 (17 reject, 18 keep, below) */
 		/* 16 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, RNIC_GSI_QPN, dev->gsi ? 1 : 2, 0),
@@ -522,7 +522,7 @@ static int take_frame(struct rnic_dev *dev, uint8_t *buf, uint32_t len, int nseg
 	n = rnic_rx_frame(dev, buf, buf + VNET_HDR_LEN + ETH_HLEN, len - VNET_HDR_LEN - ETH_HLEN,
 			  dev->rxseg + nseg, RNIC_RX_SEGS);
 	if (n > 0 && dev->raw_tx) {
-		const struct rnic_ipv4 *ip = (const struct rnic_ipv4 *)(eth + ETH_HLEN);
+		const struct jk_ipv4_hdr *ip = (const struct jk_ipv4_hdr *)(eth + ETH_HLEN);
 
 		if (ip->saddr.raw != dev->ip)   /* (our own come by lo) */
 			learn_neighbour(dev, ip->saddr.raw, eth + ETH_ALEN);
@@ -809,34 +809,34 @@ static uint8_t *stage(struct rnic_dev *dev, const struct rnic_txpkt *t, int hdr_
 /* The IPv4 and UDP headers of a packet or send to dip of udp_len bytes of
  * UDP, exactly as the kernel's UDP socket sends them, less the checksums,
  * left 0 here (the ICRC covers neither them nor TOS and TTL). */
-static void ipudp_header(struct rnic_ipv4 *ip, uint32_t saddr, uint32_t dip, uint16_t sport,
+static void ipudp_header(struct jk_ipv4_hdr *ip, uint32_t saddr, uint32_t dip, uint16_t sport,
 			 uint32_t udp_len, uint16_t id)
 {
-	struct rnic_udp *udp = (struct rnic_udp *)(ip + 1);
+	struct jk_udp_hdr *udp = (struct jk_udp_hdr *)(ip + 1);
 
 	memset(ip, 0, RNIC_IPUDP_LEN);
 	ip->ver_ihl = 0x45;
 	ip->tos = RNIC_ECN_ECT0;
-	ip->tot_len = rn_put16((uint16_t)(sizeof(*ip) + udp_len));
-	ip->id = rn_put16(id);
-	ip->frag_off = rn_put16(RNIC_IP_DF);
+	ip->tot_len = jk_put16((uint16_t)(sizeof(*ip) + udp_len));
+	ip->id = jk_put16(id);
+	ip->frag_off = jk_put16(RNIC_IP_DF);
 	ip->ttl = RNIC_IP_TTL;
 	ip->proto = RNIC_IPPROTO_UDP;
 	ip->saddr.raw = saddr;
 	ip->daddr.raw = dip;
-	udp->sport = rn_put16(sport);
-	udp->dport = rn_put16(RNIC_UDP_PORT);
-	udp->len = rn_put16((uint16_t)udp_len);
+	udp->sport = jk_put16(sport);
+	udp->dport = jk_put16(RNIC_UDP_PORT);
+	udp->len = jk_put16((uint16_t)udp_len);
 }
 
 void rnic_tx_put(struct rnic_dev *dev, struct rnic_txpkt *t, int hdr_len,
 		 int npay, uint32_t paylen, uint32_t dip)
 {
 	uint8_t ipudp[RNIC_IPUDP_LEN];
-	struct rnic_ipv4 *ip = (struct rnic_ipv4 *)ipudp;
+	struct jk_ipv4_hdr *ip = (struct jk_ipv4_hdr *)ipudp;
 	uint32_t pad = (-paylen) & 3;
-	uint32_t udp_len = sizeof(struct rnic_udp) + hdr_len + paylen + pad + RNIC_ICRC_SIZE;
-	uint32_t ulen = udp_len - sizeof(struct rnic_udp);
+	uint32_t udp_len = sizeof(struct jk_udp_hdr) + hdr_len + paylen + pad + RNIC_ICRC_SIZE;
+	uint32_t ulen = udp_len - sizeof(struct jk_udp_hdr);
 	uint32_t dqpn = __bth_qpn(t->hdr);
 	uint8_t opcode = __bth_opcode(t->hdr);
 	int payload = (rnic_opcode[opcode].mask & RNIC_PAYLOAD) != 0;
@@ -914,14 +914,14 @@ static void raw_header(const struct rnic_dev *dev, const struct rnic_txgso *g, u
 {
 	struct virtio_net_hdr *vh = (struct virtio_net_hdr *)h;
 	uint8_t *eth = h + VNET_HDR_LEN;
-	struct rnic_ipv4 *ip = (struct rnic_ipv4 *)(eth + ETH_HLEN);
-	struct rnic_udp *udp = (struct rnic_udp *)(ip + 1);
+	struct jk_ipv4_hdr *ip = (struct jk_ipv4_hdr *)(eth + ETH_HLEN);
+	struct jk_udp_hdr *udp = (struct jk_udp_hdr *)(ip + 1);
 	uint32_t udp_len = (uint32_t)sizeof(*udp) + data_len;
 
 	memset(h, 0, VNET_HDR_LEN + ETH_HLEN);
 	vh->flags = VIRTIO_NET_HDR_F_NEEDS_CSUM;
 	vh->csum_start = ETH_HLEN + sizeof(*ip);
-	vh->csum_offset = offsetof(struct rnic_udp, check);
+	vh->csum_offset = offsetof(struct jk_udp_hdr, csum);
 	if (g->nseg > 1) {
 		vh->gso_type = VIRTIO_NET_HDR_GSO_UDP_L4;
 		vh->gso_size = g->seg_len;
@@ -932,8 +932,8 @@ static void raw_header(const struct rnic_dev *dev, const struct rnic_txgso *g, u
 	eth[2 * ETH_ALEN] = ETH_P_IP >> 8;
 	eth[2 * ETH_ALEN + 1] = ETH_P_IP & 0xff;
 	ipudp_header(ip, dev->ip, g->dip, g->sport, udp_len, 0);
-	ip->check.raw = jk_csum(ip, sizeof(*ip));
-	udp->check.raw = jk_csum_fold_partial(jk_csum_pseudo(ntohl(dev->ip), ntohl(g->dip),
+	ip->csum.raw = jk_csum(ip, sizeof(*ip));
+	udp->csum.raw = jk_csum_fold_partial(jk_csum_pseudo(ntohl(dev->ip), ntohl(g->dip),
 							     RNIC_IPPROTO_UDP, udp_len));
 }
 

@@ -7,7 +7,7 @@
 
 #include "rnic/rnic_hdr.h"
 
-#define BTH  sizeof(struct rnic_bth)
+#define BTH  sizeof(struct jk_bth)
 #define RETH sizeof(struct rnic_reth)
 #define AETH sizeof(struct rnic_aeth)
 #define IMM  sizeof(struct rnic_immdt)
@@ -101,7 +101,7 @@ const struct rnic_opcode_info rnic_opcode[256] = {
 int rnic_hdr_build(uint8_t *buf, const struct rnic_hdr_fields *f)
 {
 	const struct rnic_opcode_info *op = &rnic_opcode[f->opcode];
-	struct rnic_bth *bth = (struct rnic_bth *)buf;
+	struct jk_bth *bth = (struct jk_bth *)buf;
 	uint32_t fqpn, apsn;
 
 	if (!op->mask)
@@ -110,47 +110,47 @@ int rnic_hdr_build(uint8_t *buf, const struct rnic_hdr_fields *f)
 	bth->opcode = f->opcode;
 	bth->flags = (f->se ? BTH_SE_BIT : 0) |
 		     ((f->pad << BTH_PAD_SHIFT) & BTH_PAD_MASK);
-	bth->pkey = rn_put16(RNIC_DEFAULT_PKEY);
+	bth->pkey = jk_put16(RNIC_DEFAULT_PKEY);
 	fqpn = (f->qpn & BTH_QPN_MASK) | (f->becn ? BTH_BECN_BIT : 0);
-	bth->fqpn = rn_put32(fqpn);
+	bth->qpn = jk_put32(fqpn);
 	apsn = (f->psn & BTH_PSN_MASK) | (f->ackreq ? BTH_ACK_BIT : 0);
-	bth->apsn = rn_put32(apsn);
+	bth->apsn = jk_put32(apsn);
 
 	if (op->mask & RNIC_RETH) {
 		struct rnic_reth *r = (struct rnic_reth *)(buf + op->offset[RNIC_EXT_RETH]);
 
-		r->va = rn_put64(f->va);
-		r->rkey = rn_put32(f->rkey);
-		r->len = rn_put32(f->dma_len);
+		r->va = jk_put64(f->va);
+		r->rkey = jk_put32(f->rkey);
+		r->len = jk_put32(f->dma_len);
 	}
 	if (op->mask & RNIC_AETH) {
 		struct rnic_aeth *a = (struct rnic_aeth *)(buf + op->offset[RNIC_EXT_AETH]);
 
-		a->smsn = rn_put32((uint32_t)f->syndrome << 24 | (f->msn & AETH_MSN_MASK));
+		a->smsn = jk_put32((uint32_t)f->syndrome << 24 | (f->msn & AETH_MSN_MASK));
 	}
 	if (op->mask & RNIC_DETH) {
 		struct rnic_deth *d = (struct rnic_deth *)(buf + op->offset[RNIC_EXT_DETH]);
 
-		d->qkey = rn_put32(f->qkey);
-		d->sqp = rn_put32(f->src_qpn & DETH_SQP_MASK);
+		d->qkey = jk_put32(f->qkey);
+		d->sqp = jk_put32(f->src_qpn & DETH_SQP_MASK);
 	}
 	if (op->mask & RNIC_IMMDT) {
 		struct rnic_immdt *i = (struct rnic_immdt *)(buf + op->offset[RNIC_EXT_IMMDT]);
 
-		i->imm = rn_put32(f->imm);
+		i->imm = jk_put32(f->imm);
 	}
 	if (op->mask & RNIC_ATMETH) {
 		struct rnic_atmeth *a = (struct rnic_atmeth *)(buf + op->offset[RNIC_EXT_ATMETH]);
 
-		a->va = rn_put64(f->va);
-		a->rkey = rn_put32(f->rkey);
-		a->swap_add = rn_put64(f->swap_add);
-		a->compare = rn_put64(f->compare);
+		a->va = jk_put64(f->va);
+		a->rkey = jk_put32(f->rkey);
+		a->swap_add = jk_put64(f->swap_add);
+		a->compare = jk_put64(f->compare);
 	}
 	if (op->mask & RNIC_ATMACK) {
 		struct rnic_atmack *a = (struct rnic_atmack *)(buf + op->offset[RNIC_EXT_ATMACK]);
 
-		a->orig = rn_put64(f->orig);
+		a->orig = jk_put64(f->orig);
 	}
 	if (op->mask & RNIC_CNPM)
 		memset(buf + sizeof(*bth), 0, sizeof(struct rnic_cnp));
@@ -160,7 +160,7 @@ int rnic_hdr_build(uint8_t *buf, const struct rnic_hdr_fields *f)
 int rnic_hdr_parse(struct rnic_pkt *pkt, uint8_t *hdr, uint32_t len)
 {
 	const struct rnic_opcode_info *op;
-	const struct rnic_bth *bth = (const struct rnic_bth *)hdr;
+	const struct jk_bth *bth = (const struct jk_bth *)hdr;
 	uint32_t min;
 
 	if (len < sizeof(*bth) + RNIC_ICRC_SIZE)

@@ -21,21 +21,21 @@ static struct rnic_qp *qp_lookup(struct rnic_dev *dev, uint32_t qpn)
 /* The IPv4 + UDP header of a plain frame: RoCE to us, lengths within it. */
 static int check_ipudp(struct rnic_dev *dev, const uint8_t *frame, uint32_t len, uint32_t *ulen)
 {
-	const struct rnic_ipv4 *ip = (const struct rnic_ipv4 *)frame;
-	const struct rnic_udp *udp = (const struct rnic_udp *)(ip + 1);
+	const struct jk_ipv4_hdr *ip = (const struct jk_ipv4_hdr *)frame;
+	const struct jk_udp_hdr *udp = (const struct jk_udp_hdr *)(ip + 1);
 	uint32_t tot;
 
-	if (len < RNIC_IPUDP_LEN + sizeof(struct rnic_bth) + RNIC_ICRC_SIZE) {
+	if (len < RNIC_IPUDP_LEN + sizeof(struct jk_bth) + RNIC_ICRC_SIZE) {
 		dev->cnt.drop_short++;
 		return -1;
 	}
 	if (ip->ver_ihl != 0x45 || ip->proto != RNIC_IPPROTO_UDP ||
-	    rn_get16(udp->dport) != RNIC_UDP_PORT || ip->daddr.raw != dev->ip) {
+	    jk_get16(udp->dport) != RNIC_UDP_PORT || ip->daddr.raw != dev->ip) {
 		dev->cnt.drop_not_roce++;
 		return -1;
 	}
-	tot = rn_get16(ip->tot_len);
-	*ulen = rn_get16(udp->len);
+	tot = jk_get16(ip->tot_len);
+	*ulen = jk_get16(udp->len);
 	/* (a frame read from the link may carry Ethernet padding past tot_len) */
 	if (tot > len || *ulen != tot - sizeof(*ip) || *ulen < sizeof(*udp)) {
 		dev->cnt.drop_short++;
@@ -52,25 +52,25 @@ static int check_ipudp(struct rnic_dev *dev, const uint8_t *frame, uint32_t len,
 static int cut(struct rnic_dev *dev, uint8_t *frame, uint32_t len, uint32_t gso_size,
 	       struct rnic_rxseg *seg, int max)
 {
-	const struct rnic_ipv4 *ip = (const struct rnic_ipv4 *)frame;
-	const struct rnic_udp *udp = (const struct rnic_udp *)(ip + 1);
-	uint32_t tot = rn_get16(ip->tot_len), data, n;
-	uint16_t id0 = rn_get16(ip->id);
-	int fixed_ok = (rn_get16(ip->frag_off) & RNIC_IP_DF) != 0;
+	const struct jk_ipv4_hdr *ip = (const struct jk_ipv4_hdr *)frame;
+	const struct jk_udp_hdr *udp = (const struct jk_udp_hdr *)(ip + 1);
+	uint32_t tot = jk_get16(ip->tot_len), data, n;
+	uint16_t id0 = jk_get16(ip->id);
+	int fixed_ok = (jk_get16(ip->frag_off) & RNIC_IP_DF) != 0;
 
-	if (len < RNIC_IPUDP_LEN + sizeof(struct rnic_bth) + RNIC_ICRC_SIZE) {
+	if (len < RNIC_IPUDP_LEN + sizeof(struct jk_bth) + RNIC_ICRC_SIZE) {
 		dev->cnt.drop_short++;
 		return 0;
 	}
 	if (ip->ver_ihl != 0x45 || ip->proto != RNIC_IPPROTO_UDP ||
-	    rn_get16(udp->dport) != RNIC_UDP_PORT || ip->daddr.raw != dev->ip) {
+	    jk_get16(udp->dport) != RNIC_UDP_PORT || ip->daddr.raw != dev->ip) {
 		dev->cnt.drop_not_roce++;
 		return 0;
 	}
 	if (tot >= RNIC_IPUDP_LEN && tot < len)
 		len = tot;
 	data = len - RNIC_IPUDP_LEN;
-	if (gso_size < sizeof(struct rnic_bth) + RNIC_ICRC_SIZE ||
+	if (gso_size < sizeof(struct jk_bth) + RNIC_ICRC_SIZE ||
 	    (n = (data + gso_size - 1) / gso_size) > (uint32_t)max) {
 		dev->cnt.drop_gso++;
 		return 0;
@@ -78,14 +78,14 @@ static int cut(struct rnic_dev *dev, uint8_t *frame, uint32_t len, uint32_t gso_
 	dev->cnt.rx_gso_frames++;
 	for (uint32_t k = 0; k < n; k++) {
 		struct rnic_rxseg *s = &seg[k];
-		struct rnic_ipv4 *sip = (struct rnic_ipv4 *)s->ipudp;
-		struct rnic_udp *sudp = (struct rnic_udp *)(sip + 1);
+		struct jk_ipv4_hdr *sip = (struct jk_ipv4_hdr *)s->ipudp;
+		struct jk_udp_hdr *sudp = (struct jk_udp_hdr *)(sip + 1);
 		uint32_t l = k + 1 < n ? gso_size : data - k * gso_size;
 
 		memcpy(s->ipudp, frame, RNIC_IPUDP_LEN);
-		sip->tot_len = rn_put16(RNIC_IPUDP_LEN + l);
-		sip->id = rn_put16((uint16_t)(id0 + k));
-		sudp->len = rn_put16(sizeof(*sudp) + l);
+		sip->tot_len = jk_put16(RNIC_IPUDP_LEN + l);
+		sip->id = jk_put16((uint16_t)(id0 + k));
+		sudp->len = jk_put16(sizeof(*sudp) + l);
 		s->l4 = frame + RNIC_IPUDP_LEN + k * gso_size;
 		s->l4len = l;
 		s->fixed_id = id0;
@@ -111,7 +111,7 @@ int rnic_rx_frame(struct rnic_dev *dev, const void *vh, uint8_t *frame, uint32_t
 		return 0;
 	memcpy(seg->ipudp, frame, RNIC_IPUDP_LEN);
 	seg->l4 = frame + RNIC_IPUDP_LEN;
-	seg->l4len = ulen - sizeof(struct rnic_udp);
+	seg->l4len = ulen - sizeof(struct jk_udp_hdr);
 	seg->alt_id = 0;
 	return 1;
 }
@@ -126,19 +126,19 @@ void rnic_rcv(struct rnic_dev *dev, uint8_t *frame, uint32_t len, uint64_t now_n
 
 static int icrc_ok(struct rnic_rxseg *s, const struct rnic_pkt *pkt)
 {
-	struct rnic_ipv4 *ip = (struct rnic_ipv4 *)s->ipudp;
+	struct jk_ipv4_hdr *ip = (struct jk_ipv4_hdr *)s->ipudp;
 
 	if (!rnic_icrc_check(s->ipudp, pkt->hdr, pkt->paylen))
 		return 1;
 	if (!s->alt_id)
 		return 0;
-	ip->id = rn_put16(s->fixed_id);
+	ip->id = jk_put16(s->fixed_id);
 	return !rnic_icrc_check(s->ipudp, pkt->hdr, pkt->paylen);
 }
 
 void rnic_rcv_seg(struct rnic_dev *dev, struct rnic_rxseg *s, uint64_t now_ns)
 {
-	struct rnic_ipv4 *ip = (struct rnic_ipv4 *)s->ipudp;
+	struct jk_ipv4_hdr *ip = (struct jk_ipv4_hdr *)s->ipudp;
 	struct rnic_pkt pkt;
 	struct rnic_qp *qp;
 

@@ -214,7 +214,7 @@ static int ud_tx(struct rnic_qp *qp, uint64_t now_ns, int budget)
  * the responder idle between them). */
 static uint32_t read_chunk_pkts(const struct rnic_qp *qp)
 {
-	uint32_t per_send = RNIC_GSO_BYTES / (qp->mtu + (uint32_t)sizeof(struct rnic_bth) + RNIC_ICRC_SIZE);
+	uint32_t per_send = RNIC_GSO_BYTES / (qp->mtu + (uint32_t)sizeof(struct jk_bth) + RNIC_ICRC_SIZE);
 	uint32_t cap = qp->window / 2 < RNIC_READ_WINDOW / 2 ? qp->window / 2 : RNIC_READ_WINDOW / 2;
 
 	if (per_send > RNIC_GSO_SEGS)

@@ -227,7 +227,7 @@ void rnic_resp_ud(struct rnic_qp *qp, struct rnic_pkt *pkt, const uint8_t *ipudp
 	struct rnic_rwqe *w;
 	struct rnic_wc wc = { .opcode = RNIC_WC_RECV, .qp_num = qp->qpn, .wc_flags = RNIC_WC_GRH };
 
-	if (rn_get32(d->qkey) != qp->attr.qkey) {
+	if (jk_get32(d->qkey) != qp->attr.qkey) {
 		qp->dev->cnt.drop_bad_qkey++;
 		return;
 	}
@@ -236,9 +236,9 @@ void rnic_resp_ud(struct rnic_qp *qp, struct rnic_pkt *pkt, const uint8_t *ipudp
 		return;
 	}
 	w = rwqe_take(qp);
-	memcpy(grh + RNIC_GRH_LEN - sizeof(struct rnic_ipv4), ipudp, sizeof(struct rnic_ipv4));
+	memcpy(grh + RNIC_GRH_LEN - sizeof(struct jk_ipv4_hdr), ipudp, sizeof(struct jk_ipv4_hdr));
 	wc.wr_id = w->wr_id;
-	wc.src_qp = rn_get32(d->sqp) & DETH_SQP_MASK;
+	wc.src_qp = jk_get32(d->sqp) & DETH_SQP_MASK;
 	wc.byte_len = RNIC_GRH_LEN + pkt->payload_len;
 	if (pkt->mask & RNIC_IMMDT) {
 		wc.imm_data = pkt_imm(pkt);
@@ -261,13 +261,13 @@ static void do_write(struct rnic_qp *qp, struct rnic_pkt *pkt)
 	if (pkt->mask & RNIC_FIRST) {
 		const struct rnic_reth *r = pkt_reth(pkt);
 
-		qp->resp.wlen = rn_get32(r->len);
+		qp->resp.wlen = jk_get32(r->len);
 		if (qp->resp.wlen > RNIC_MAX_MSG) {          /* max_msg_sz */
 			qp->dev->cnt.drop_bad_len++;
 			fatal(qp, AETH_NAK_INV_REQ, pkt, "length");
 			return;
 		}
-		if (!rkey_ok(qp, rn_get64(r->va), rn_get32(r->rkey), qp->resp.wlen,
+		if (!rkey_ok(qp, jk_get64(r->va), jk_get32(r->rkey), qp->resp.wlen,
 			     RNIC_ACCESS_REMOTE_WRITE, &qp->resp.wptr)) {
 			fatal(qp, AETH_NAK_REM_ACC, pkt, "rkey");
 			return;
@@ -344,7 +344,7 @@ static void atomic_push(struct rnic_qp *qp, uint32_t psn, uint64_t orig, int rep
 static void do_atomic(struct rnic_qp *qp, struct rnic_pkt *pkt)
 {
 	const struct rnic_atmeth *a = pkt_atmeth(pkt);
-	uint64_t va = rn_get64(a->va), val = rn_get64(a->swap_add), orig;
+	uint64_t va = jk_get64(a->va), val = jk_get64(a->swap_add), orig;
 	struct rnic_atomic_done *d;
 	uint64_t *p;
 	uint8_t *ptr;
@@ -354,7 +354,7 @@ static void do_atomic(struct rnic_qp *qp, struct rnic_pkt *pkt)
 		fatal(qp, AETH_NAK_INV_REQ, pkt, "misaligned atomic");
 		return;
 	}
-	if (!rkey_ok(qp, va, rn_get32(a->rkey), 8, RNIC_ACCESS_REMOTE_ATOMIC, &ptr)) {
+	if (!rkey_ok(qp, va, jk_get32(a->rkey), 8, RNIC_ACCESS_REMOTE_ATOMIC, &ptr)) {
 		fatal(qp, AETH_NAK_REM_ACC, pkt, "rkey");
 		return;
 	}
@@ -364,7 +364,7 @@ static void do_atomic(struct rnic_qp *qp, struct rnic_pkt *pkt)
 	}
 	p = (uint64_t *)(void *)ptr;
 	if (pkt->opcode == RC_COMPARE_SWAP) {
-		orig = rn_get64(a->compare);
+		orig = jk_get64(a->compare);
 		/* orig becomes the value found, equal or not */
 		__atomic_compare_exchange_n(p, &orig, val, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
 	} else {
@@ -383,7 +383,7 @@ static void do_atomic(struct rnic_qp *qp, struct rnic_pkt *pkt)
 static void do_read(struct rnic_qp *qp, struct rnic_pkt *pkt)
 {
 	const struct rnic_reth *r = pkt_reth(pkt);
-	uint32_t len = rn_get32(r->len);
+	uint32_t len = jk_get32(r->len);
 	uint8_t *ptr;
 
 	if (len > RNIC_MAX_MSG) {                              /* max_msg_sz */
@@ -391,7 +391,7 @@ static void do_read(struct rnic_qp *qp, struct rnic_pkt *pkt)
 		fatal(qp, AETH_NAK_INV_REQ, pkt, "length");
 		return;
 	}
-	if (!rkey_ok(qp, rn_get64(r->va), rn_get32(r->rkey), len,
+	if (!rkey_ok(qp, jk_get64(r->va), jk_get32(r->rkey), len,
 		     RNIC_ACCESS_REMOTE_READ, &ptr)) {
 		fatal(qp, AETH_NAK_REM_ACC, pkt, "rkey");
 		return;
@@ -435,13 +435,13 @@ static void duplicate(struct rnic_qp *qp, struct rnic_pkt *pkt)
 	}
 	if (pkt->mask & RNIC_READ) {
 		const struct rnic_reth *r = pkt_reth(pkt);
-		uint32_t len = rn_get32(r->len);
+		uint32_t len = jk_get32(r->len);
 		uint8_t *ptr;
 
 		/* must end before what we expect next */
 		if (len > RNIC_MAX_MSG ||
 		    psn_compare(psn_add(pkt->psn, pkts_for(len, qp->mtu) - 1), qp->resp.psn) >= 0 ||
-		    !rkey_ok(qp, rn_get64(r->va), rn_get32(r->rkey), len,
+		    !rkey_ok(qp, jk_get64(r->va), jk_get32(r->rkey), len,
 			     RNIC_ACCESS_REMOTE_READ, &ptr)) {
 			rnic_trace(dev, "qp %#x: bad duplicate read psn %#x len %u (expect %#x)\n",
 				   qp->qpn, pkt->psn, len, qp->resp.psn);

@@ -162,17 +162,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		data += len;
 		size -= len;
 		paylen = (uint32_t)len;
-		if (paylen >= sizeof(struct rnic_bth)) {
-			struct rnic_bth *b = (struct rnic_bth *)bth;
+		if (paylen >= sizeof(struct jk_bth)) {
+			struct jk_bth *b = (struct jk_bth *)bth;
 			uint32_t qpn = rnic_qp_num(qp[(flags & 0x10) ? 2 : flags >> 1 & 1]);
 
-			b->fqpn = rn_put32((rn_get32(b->fqpn) & ~BTH_QPN_MASK) | qpn);
+			b->qpn = jk_put32((jk_get32(b->qpn) & ~BTH_QPN_MASK) | qpn);
 			op = &rnic_opcode[b->opcode];
 			if ((flags & 4) && (op->mask & RNIC_RETH) && paylen >= op->length)
 				((struct rnic_reth *)(bth + op->offset[RNIC_EXT_RETH]))->rkey =
-					rn_put32(rnic_mr_rkey(mr));
+					jk_put32(rnic_mr_rkey(mr));
 			if ((flags & 0x20) && (op->mask & RNIC_DETH) && paylen >= op->length)
-				((struct rnic_deth *)(bth + op->offset[RNIC_EXT_DETH]))->qkey = rn_put32(UD_QKEY);
+				((struct rnic_deth *)(bth + op->offset[RNIC_EXT_DETH]))->qkey = jk_put32(UD_QKEY);
 		}
 		rf_ipudp(frame, paylen, (flags & 8) ? RNIC_ECN_CE : RNIC_ECN_ECT0, REMOTE_IP, LOCAL_IP);
 		rf_icrc(frame, paylen, flags & 1);

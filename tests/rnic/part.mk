@@ -24,7 +24,7 @@ RNIC_FUZZ := build-fuzz/fuzz-rnic-rcv build-fuzz/fuzz-rnic-text build-fuzz/fuzz-
 fuzz: $(RNIC_FUZZ)
 
 RNIC_FUZZ_SRCS := $(wildcard src/rnic/*.c) $(RNIC_EXTRA_SRCS)
-RNIC_FUZZ_DEPS := $(RNIC_FUZZ_SRCS) $(wildcard src/rnic/*.h src/util/*.h src/core/csum.h)
+RNIC_FUZZ_DEPS := $(RNIC_FUZZ_SRCS) $(wildcard src/rnic/*.h src/util/*.h src/core/csum.h src/core/wire.h)
 
 build-fuzz/fuzz-rnic-rcv: tests/rnic/fuzz-rnic-rcv.c tests/rnic/roce_frame.h $(RNIC_FUZZ_DEPS)
 	@mkdir -p $(dir $@)

@@ -13,20 +13,20 @@
 /* IPv4 (DF, TTL 64, ECN `tos`) and UDP to port 4791, lengths for paylen. */
 static inline void rf_ipudp(uint8_t *frame, uint32_t paylen, uint8_t tos, uint32_t saddr, uint32_t daddr)
 {
-	struct rnic_ipv4 *ip = (struct rnic_ipv4 *)frame;
-	struct rnic_udp *udp = (struct rnic_udp *)(ip + 1);
+	struct jk_ipv4_hdr *ip = (struct jk_ipv4_hdr *)frame;
+	struct jk_udp_hdr *udp = (struct jk_udp_hdr *)(ip + 1);
 
 	ip->ver_ihl = 0x45;
 	ip->tos = tos;
-	ip->tot_len = rn_put16((uint16_t)(RNIC_IPUDP_LEN + paylen));
-	ip->frag_off = rn_put16(RNIC_IP_DF);
+	ip->tot_len = jk_put16((uint16_t)(RNIC_IPUDP_LEN + paylen));
+	ip->frag_off = jk_put16(RNIC_IP_DF);
 	ip->ttl = 64;
 	ip->proto = RNIC_IPPROTO_UDP;
 	ip->saddr.raw = saddr;
 	ip->daddr.raw = daddr;
-	udp->sport = rn_put16(0xc000);
-	udp->dport = rn_put16(RNIC_UDP_PORT);
-	udp->len = rn_put16((uint16_t)(sizeof(*udp) + paylen));
+	udp->sport = jk_put16(0xc000);
+	udp->dport = jk_put16(RNIC_UDP_PORT);
+	udp->len = jk_put16((uint16_t)(sizeof(*udp) + paylen));
 }
 
 /* Writes the ICRC over the headers as they are now (XOR `flip`: a wrong
@@ -35,7 +35,7 @@ static inline void rf_icrc(uint8_t *frame, uint32_t paylen, uint32_t flip)
 {
 	uint8_t *bth = frame + RNIC_IPUDP_LEN;
 
-	if (paylen < sizeof(struct rnic_bth) + RNIC_ICRC_SIZE)
+	if (paylen < sizeof(struct jk_bth) + RNIC_ICRC_SIZE)
 		return;
 	rnic_icrc_put(bth + paylen - RNIC_ICRC_SIZE,
 		      rnic_icrc_packet(frame, bth, paylen - RNIC_ICRC_SIZE) ^ flip);

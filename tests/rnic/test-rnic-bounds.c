@@ -129,27 +129,27 @@ static void request(struct env *e, uint8_t opcode, const uint64_t *va, uint32_t 
 {
 	uint8_t frame[RNIC_FRAME_MAX];
 	uint8_t *bth = frame + RNIC_IPUDP_LEN;
-	struct rnic_bth *b = (struct rnic_bth *)bth;
+	struct jk_bth *b = (struct jk_bth *)bth;
 	uint32_t hlen = sizeof(*b), paylen;
 
 	memset(frame, 0, sizeof(frame));
 	b->opcode = opcode;
-	b->fqpn = rn_put32(rnic_qp_num(e->qp));
-	b->apsn = rn_put32(BTH_ACK_BIT | e->psn);
+	b->qpn = jk_put32(rnic_qp_num(e->qp));
+	b->apsn = jk_put32(BTH_ACK_BIT | e->psn);
 	e->psn = (e->psn + 1) & BTH_PSN_MASK;
 	if (va) {
 		struct rnic_reth *r = (struct rnic_reth *)(bth + hlen);
 
-		r->va = rn_put64(*va);
-		r->rkey = rn_put32(rnic_mr_rkey(e->mr));
-		r->len = rn_put32(reth_len);
+		r->va = jk_put64(*va);
+		r->rkey = jk_put32(rnic_mr_rkey(e->mr));
+		r->len = jk_put32(reth_len);
 		hlen += sizeof(*r);
 	}
 	memset(bth + hlen, 0xee, payload);
 	paylen = hlen + payload + RNIC_ICRC_SIZE;
 	rf_ipudp(frame, paylen, RNIC_ECN_ECT0, REMOTE_IP, LOCAL_IP);
 	if (udp_len >= 0)
-		((struct rnic_udp *)(frame + sizeof(struct rnic_ipv4)))->len = rn_put16((uint16_t)udp_len);
+		((struct jk_udp_hdr *)(frame + sizeof(struct jk_ipv4_hdr)))->len = jk_put16((uint16_t)udp_len);
 	rf_icrc(frame, paylen, 0);
 	rnic_rcv(e->dev, frame, RNIC_IPUDP_LEN + paylen, 1000000000ull);
 	rnic_progress(e->dev, 1000000000ull);

@@ -933,7 +933,7 @@ static uint16_t ip_csum(const uint8_t *p, size_t n)
 /* One Ethernet frame carrying mad to QP1, as the kernel sends CM MADs. */
 static void pcap_write_mad(FILE *f, const uint8_t *mad, uint32_t psn)
 {
-	enum { ETH = 14, PAY = sizeof(struct rnic_bth) + sizeof(struct rnic_deth) + CM_MAD_LEN + 4 };
+	enum { ETH = 14, PAY = sizeof(struct jk_bth) + sizeof(struct rnic_deth) + CM_MAD_LEN + 4 };
 	uint8_t fr[ETH + RNIC_IPUDP_LEN + PAY] = {
 		0x02, 0, 0, 0, 0, 2,   0x02, 0, 0, 0, 0, 1,   0x08, 0x00,
 	};

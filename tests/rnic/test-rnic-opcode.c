@@ -80,9 +80,9 @@ static void test_roundtrip_every_opcode(void **state)
 		assert_int_equal(pkt.payload_len, plen);
 		assert_ptr_equal(pkt.payload, buf + hl);
 		if (op->mask & RNIC_RETH) {
-			assert_true(rn_get64(pkt_reth(&pkt)->va) == 0x0123456789abcdefull);
-			assert_int_equal(rn_get32(pkt_reth(&pkt)->rkey), 0xdeadbeef);
-			assert_int_equal(rn_get32(pkt_reth(&pkt)->len), 0x10000);
+			assert_true(jk_get64(pkt_reth(&pkt)->va) == 0x0123456789abcdefull);
+			assert_int_equal(jk_get32(pkt_reth(&pkt)->rkey), 0xdeadbeef);
+			assert_int_equal(jk_get32(pkt_reth(&pkt)->len), 0x10000);
 		}
 		if (op->mask & RNIC_AETH) {
 			assert_int_equal(aeth_syndrome(&pkt), 0x1f);
@@ -91,16 +91,16 @@ static void test_roundtrip_every_opcode(void **state)
 		if (op->mask & RNIC_IMMDT)
 			assert_int_equal(pkt_imm(&pkt), 0xcafef00d);
 		if (op->mask & RNIC_ATMETH) {
-			assert_true(rn_get64(pkt_atmeth(&pkt)->va) == 0x0123456789abcdefull);
-			assert_int_equal(rn_get32(pkt_atmeth(&pkt)->rkey), 0xdeadbeef);
-			assert_true(rn_get64(pkt_atmeth(&pkt)->swap_add) == 0x1122334455667788ull);
-			assert_true(rn_get64(pkt_atmeth(&pkt)->compare) == 0x99aabbccddeeff00ull);
+			assert_true(jk_get64(pkt_atmeth(&pkt)->va) == 0x0123456789abcdefull);
+			assert_int_equal(jk_get32(pkt_atmeth(&pkt)->rkey), 0xdeadbeef);
+			assert_true(jk_get64(pkt_atmeth(&pkt)->swap_add) == 0x1122334455667788ull);
+			assert_true(jk_get64(pkt_atmeth(&pkt)->compare) == 0x99aabbccddeeff00ull);
 		}
 		if (op->mask & RNIC_ATMACK)
 			assert_true(pkt_atmack_orig(&pkt) == 0x0102030405060708ull);
 		if (op->mask & RNIC_DETH) {
-			assert_int_equal(rn_get32(pkt_deth(&pkt)->qkey), 0x1ee7a330);
-			assert_int_equal(rn_get32(pkt_deth(&pkt)->sqp), 0x123456);
+			assert_int_equal(jk_get32(pkt_deth(&pkt)->qkey), 0x1ee7a330);
+			assert_int_equal(jk_get32(pkt_deth(&pkt)->sqp), 0x123456);
 		}
 	}
 }

@@ -332,7 +332,7 @@ static void test_devices_keep_their_own(void **state)
 static void test_peer_sockets_make_way(void **state)
 {
 	struct env *e = *state;
-	struct rnic_qp_init_attr ia = { .qp_type = RNIC_QPT_UD, .send_cq = e->cq, .recv_cq = e->cq,
+	struct rnic_qp_init_attr ia = { .qp_type = RNIC_QPT_UD,
 		.cap = { .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1 } };
 	struct rnic_qp_attr a = { .qp_state = RNIC_QPS_INIT, .port_num = 1, .qkey = 0x11111111 };
 	struct rnic_counters c;
@@ -340,6 +340,7 @@ static void test_peer_sockets_make_way(void **state)
 	struct rnic_qp *ud;
 
 	NEED_ENV(e);
+	ia.send_cq = ia.recv_cq = e->cq;
 	assert_int_equal(rnic_create_qp(e->pd, &ia, &ud), 0);
 	assert_int_equal(rnic_modify_qp(ud, &a, RNIC_QP_STATE | RNIC_QP_PKEY_INDEX | RNIC_QP_PORT |
 					RNIC_QP_QKEY), 0);
@@ -456,12 +457,13 @@ static void test_post_rules_and_flush(void **state)
 	struct env *e = *state;
 	struct rnic_qp_attr a = { .qp_state = RNIC_QPS_ERR };
 	struct rnic_wc wc[16];
-	struct rnic_sge sg = { (uintptr_t)e->ba, 16, 0 };
+	struct rnic_sge sg = { 0, 16, 0 };
 	struct rnic_send_wr swr = { .sg_list = &sg, .num_sge = 1, .opcode = RNIC_WR_SEND }, *sbad;
 	struct rnic_recv_wr rwr = { .sg_list = &sg, .num_sge = 1 }, *rbad;
 	int n, sends = 0, recvs = 0;
 
 	NEED_ENV(e);
+	sg.addr = (uintptr_t)e->ba;
 	sg.lkey = rnic_mr_lkey(e->ma);
 	assert_int_equal(rnic_post_recv(e->a, &rwr, &rbad), -EINVAL);    /* RESET */
 	assert_int_equal(to_init(e->a, ALL_ACCESS), 0);
