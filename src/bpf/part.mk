@@ -18,6 +18,6 @@ $(BPF_SKEL): $(BPF_OBJ)
 	bpftool gen skeleton $< name jakiro_bpf > $@.tmp && mv $@.tmp $@
 
 # jakirod's loader includes the skeleton (the programs' bytes are in it).
-$(BUILD)/obj/src/daemon/ebpf.o: $(BPF_SKEL)
-$(BUILD)/obj/src/daemon/ebpf.o: CFLAGS += -I$(BUILD)/gen
+$(BUILD)/obj/src/daemon/dpif_ebpf.o: $(BPF_SKEL)
+$(BUILD)/obj/src/daemon/dpif_ebpf.o: CFLAGS += -I$(BUILD)/gen
 all: $(BPF_OBJ)

@@ -1,6 +1,7 @@
-/* apply.c — run-time changes to vNICs and the VLT, each applied completely
- * or not at all, then persisted (write + rename) so a restart keeps them. */
-#include "daemon/jakirod.h"
+/* apply.c — the one writer of the tables (apply.h): run-time changes to
+ * vNICs and the VLT, each applied completely or not at all, told to the
+ * datapath, then persisted (write + rename) so a restart keeps them. */
+#include "daemon/apply.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -12,8 +13,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "daemon/cplane.h"
-#include "daemon/ebpf.h"
+#include "daemon/dpif.h"
+#include "daemon/jakirod.h"
 #include "daemon/nl.h"
 
 static int mkdir_p(const char *dir)
@@ -41,7 +42,7 @@ static json_t *state_json(struct jakirod *d, int except)
 
 	for (unsigned i = 0; i < JK_MAX_VNICS; i++)
 		if (jk_vnic_is_up(d, i) && (int)i != except)
-			json_array_append_new(vnics, jk_vnic_conf_json(&d->vnics[i].conf));
+			json_array_append_new(vnics, jk_vnic_conf_json(&d->vnics[i]));
 	json_object_set_new(root, "vnics", vnics);
 	return root;
 }
@@ -81,12 +82,12 @@ int jk_persist(struct jakirod *d, int except, char *err, size_t errlen)
 	return r;
 }
 
-/* Changes and the datapath threads: the core (tables, DHTBs) is changed
+/* Changes and the datapath's threads: the core (tables, DHTBs) is changed
  * under dp_lock, which a datapath thread holds for one batch at a time;
- * the vNICs' ports (opened, watched, closed) only while the threads wait
- * outside (jk_workers_pause), since a thread may hold events for a port.
- * Nothing else a change does (netlink, TAP creation, the state file and
- * its fsync) holds either: forwarding goes on meanwhile. */
+ * vNICs are attached and detached only while the threads wait outside
+ * (jk_dpif_pause), since a thread may hold events for a port.  Nothing
+ * else a change does (netlink, making the vNIC's device, the state file
+ * and its fsync) holds either: forwarding goes on meanwhile. */
 static void core_enter(struct jakirod *d)
 {
 	pthread_mutex_lock(&d->dp_lock);
@@ -99,20 +100,20 @@ static void core_leave(struct jakirod *d)
 
 static void ports_enter(struct jakirod *d)
 {
-	jk_workers_pause(d);
+	jk_dpif_pause(d->dpif);
 	core_enter(d);
 }
 
 static void ports_leave(struct jakirod *d)
 {
 	core_leave(d);
-	jk_workers_resume(d);
+	jk_dpif_resume(d->dpif);
 }
 
 static int find_vnic(struct jakirod *d, const char *name)
 {
 	for (int i = 0; i < JK_MAX_VNICS; i++)
-		if (jk_vnic_is_up(d, i) && strcmp(d->vnics[i].conf.name, name) == 0)
+		if (jk_vnic_is_up(d, i) && strcmp(d->vnics[i].name, name) == 0)
 			return i;
 	return -1;
 }
@@ -137,7 +138,7 @@ static int share_fits(struct jakirod *d, int except, uint32_t value, bool nft, c
 
 	for (unsigned i = 0; i < JK_MAX_VNICS; i++)
 		if ((int)i != except && jk_vnic_is_up(d, i))
-			sum += nft ? d->vnics[i].conf.nft_reserve : d->vnics[i].conf.qp_quota;
+			sum += nft ? d->vnics[i].nft_reserve : d->vnics[i].qp_quota;
 	if (sum <= cap)
 		return 0;
 	snprintf(err, errlen, "%s: the vNICs' %s would add up to %llu, more than the %llu %s the table holds",
@@ -168,7 +169,7 @@ static int vnic_precheck(struct jakirod *d, const struct jk_vnic_conf *v, char *
 		return -EEXIST;
 	}
 	for (unsigned i = 0; i < JK_MAX_VNICS; i++) {
-		const struct jk_vnic_conf *o = &d->vnics[i].conf;
+		const struct jk_vnic_conf *o = &d->vnics[i];
 
 		if (!jk_vnic_is_up(d, i))
 			continue;
@@ -192,7 +193,7 @@ static int vnic_precheck(struct jakirod *d, const struct jk_vnic_conf *v, char *
 		snprintf(err, errlen, "mtu: must be 576-%u (underlay MTU %u - 50)", max_mtu, d->conf->underlay_mtu);
 		return -EINVAL;
 	}
-	if (v->backend == JK_BACKEND_TAP && if_nametoindex(v->ifname) && !jk_ebpf_adoptable(d, v->ifname)) {
+	if (v->backend == JK_BACKEND_TAP && if_nametoindex(v->ifname) && !jk_dpif_port_adoptable(d->dpif, v->ifname)) {
 		snprintf(err, errlen, "ifname: an interface \"%s\" already exists", v->ifname);
 		return -EEXIST;
 	}
@@ -251,37 +252,22 @@ static int vnic_up(struct jakirod *d, const struct jk_vnic_conf *v, char *err, s
 	cfg.nft_reserve = v->nft_reserve;
 	cfg.dscp_rdma = v->dscp_rdma;
 	cfg.dscp_tcp = v->dscp_tcp;
-	if (d->ebpf)
-		r = jk_port_open_kernel(&port, &eff, vpc->prefix_len, jk_ebpf_adoptable(d, eff.ifname), err, errlen);
-	else
-		r = jk_port_open(&port, &eff, vpc->prefix_len, d->n_threads, err, errlen);
-	if (r)
+	if ((r = jk_dpif_port_open(d->dpif, &eff, vpc->prefix_len, &port, err, errlen)))
 		return r;
-	/* A TAP's queue by the sending CPU (steer.c); refused, it hashes. */
-	if (d->steer_fd >= 0 && eff.backend == JK_BACKEND_TAP && port.n_fds > 1 &&
-	    (r = jk_steer_tap(port.fds[0], d->steer_fd)))
-		fprintf(stderr, "jakirod: %s: TAP steering by CPU: %s (queues by flow hash)\n", eff.name, strerror(-r));
 	ports_enter(d);
 	r = jk_dp_vnic_add(d->dp, &cfg, &id);
 	if (r) {
 		ports_leave(d);
 		snprintf(err, errlen, "%s: datapath refused the vNIC: %s", r == -ENOSPC ? "vnics" : "ip",
 			 strerror(-r));
-		jk_port_close(&port);
+		jk_dpif_port_close(d->dpif, &port);
 		return r;
 	}
 	vnic_shape(d, id, v);
-	d->vnics[id].conf = *v;
-	d->vnics[id].port = port;
-	if (d->ebpf)
-		r = jk_ebpf_vnic_attach(d, id, err, errlen);
-	else if ((r = jk_loop_watch_vnic(d, id)))
-		snprintf(err, errlen, "vnics: cannot poll the backend: %s", strerror(-r));
-	if (r) {
+	d->vnics[id] = *v;
+	if ((r = jk_dpif_vnic_attach(d->dpif, id, &port, err, errlen))) {
 		jk_dp_vnic_del(d->dp, id);
-		if (d->ebpf)
-			jk_ebpf_vlt_sync(d, cfg.vni, cfg.ip);
-		jk_port_close(&d->vnics[id].port);
+		jk_dpif_vlt_changed(d->dpif, cfg.vni, cfg.ip);
 	}
 	ports_leave(d);
 	return r;
@@ -297,14 +283,9 @@ static void vnic_down(struct jakirod *d, int id)
 		vni = v->cfg.vni;
 		ip = v->cfg.ip;
 	}
-	if (d->ebpf)
-		jk_ebpf_vnic_detach(d, (uint16_t)id);
-	else
-		jk_loop_unwatch_vnic(d, (uint16_t)id);
+	jk_dpif_vnic_detach(d->dpif, (uint16_t)id);
 	jk_dp_vnic_del(d->dp, (uint16_t)id);
-	if (d->ebpf)
-		jk_ebpf_vlt_sync(d, vni, ip);
-	jk_port_close(&d->vnics[id].port);
+	jk_dpif_vlt_changed(d->dpif, vni, ip);     /* its local entry went with it */
 	ports_leave(d);
 }
 
@@ -313,9 +294,12 @@ static void vnic_down(struct jakirod *d, int id)
 int jk_apply_vnic_add(struct jakirod *d, const struct jk_vnic_conf *v, char *err, size_t errlen)
 {
 	bool claimed = find_vnic(d, v->name) < 0;     /* else refused below: the name is taken */
-	int r = claimed ? jk_cplane_claim(d, v, err, errlen) : 0;
+	int r;
 
-	if (r)
+	/* What the datapath cannot carry is refused before the cluster
+	 * hears of the address (the configured vNICs were checked at start). */
+	if ((r = jk_dpif_vnic_check(d->dpif->class, v, err, errlen)) ||
+	    (claimed && (r = jk_cluster_claim(&d->cluster, v, err, errlen))))
 		return r;
 	r = vnic_up(d, v, err, errlen);
 	if (r == 0) {
@@ -325,10 +309,10 @@ int jk_apply_vnic_add(struct jakirod *d, const struct jk_vnic_conf *v, char *err
 	}
 	if (r) {
 		if (claimed)
-			jk_cplane_release(d, v);
+			jk_cluster_release(&d->cluster, v);
 		return r;
 	}
-	jk_cplane_fetch_policy(d, v);
+	jk_cluster_vnic_added(&d->cluster, v);
 	return 0;
 }
 
@@ -346,9 +330,9 @@ int jk_apply_vnic_del(struct jakirod *d, const char *name, char *err, size_t err
 	r = jk_persist(d, id, err, errlen);
 	if (r)
 		return r;
-	gone = d->vnics[id].conf;
+	gone = d->vnics[id];
 	vnic_down(d, id);
-	jk_cplane_release(d, &gone);
+	jk_cluster_release(&d->cluster, &gone);
 	return 0;
 }
 
@@ -376,7 +360,7 @@ int jk_apply_vnic_set(struct jakirod *d, const char *name, json_t *patch, char *
 		snprintf(err, errlen, "name: no vNIC \"%s\"", name);
 		return -ENOENT;
 	}
-	prev = next = d->vnics[id].conf;
+	prev = next = d->vnics[id];
 	if ((r = jk_conf_patch_vnic(patch, &next, "set", err, errlen)) ||
 	    (r = quota_fits(d, id, next.qp_quota, "set.qp_quota", err, errlen)) ||
 	    (r = reserve_fits(d, id, next.nft_reserve, "set.nft_reserve", err, errlen)))
@@ -409,20 +393,18 @@ int jk_apply_vnic_set(struct jakirod *d, const char *name, json_t *patch, char *
 	jk_dp_vnic_set_nft_reserve(d->dp, (uint16_t)id, next.nft_reserve);
 	jk_dp_vnic_set_dscp(d->dp, (uint16_t)id, next.dscp_rdma, next.dscp_tcp);
 	vnic_shape(d, (uint16_t)id, &next);
-	if (d->ebpf)
-		jk_ebpf_vnic_update(d, (uint16_t)id);
+	jk_dpif_vnic_update(d->dpif, (uint16_t)id);
 	core_leave(d);
-	d->vnics[id].conf = next;
+	d->vnics[id] = next;
 	r = jk_persist(d, -1, err, errlen);
 	if (r) {
-		d->vnics[id].conf = prev;
+		d->vnics[id] = prev;
 		core_enter(d);
 		jk_dp_vnic_set(d->dp, (uint16_t)id, prev.mtu ? prev.mtu : max_mtu, prev.qp_quota);
 		jk_dp_vnic_set_nft_reserve(d->dp, (uint16_t)id, prev.nft_reserve);
 		jk_dp_vnic_set_dscp(d->dp, (uint16_t)id, prev.dscp_rdma, prev.dscp_tcp);
 		vnic_shape(d, (uint16_t)id, &prev);
-		if (d->ebpf)
-			jk_ebpf_vnic_update(d, (uint16_t)id);
+		jk_dpif_vnic_update(d->dpif, (uint16_t)id);
 		core_leave(d);
 	}
 	return r;
@@ -434,14 +416,14 @@ static int vlt_up(struct jakirod *d, const struct jk_vlt_conf *e, char *err, siz
 	int r;
 
 	for (unsigned i = 0; i < JK_MAX_VNICS; i++)
-		if (jk_vnic_is_up(d, i) && strcmp(d->vnics[i].conf.vpc, e->vpc) == 0 && d->vnics[i].conf.ip == e->ip) {
-			snprintf(err, errlen, "ip: address is local vNIC %s", d->vnics[i].conf.name);
+		if (jk_vnic_is_up(d, i) && strcmp(d->vnics[i].vpc, e->vpc) == 0 && d->vnics[i].ip == e->ip) {
+			snprintf(err, errlen, "ip: address is local vNIC %s", d->vnics[i].name);
 			return -EEXIST;
 		}
 	core_enter(d);
 	r = jk_dp_vlt_add(d->dp, vpc->vni, e->ip, e->mac, e->vtep);
-	if (r == 0 && d->ebpf)
-		jk_ebpf_vlt_sync(d, vpc->vni, e->ip);
+	if (r == 0)
+		jk_dpif_vlt_changed(d->dpif, vpc->vni, e->ip);
 	core_leave(d);
 	if (r)
 		snprintf(err, errlen, "vlt: datapath refused the entry: %s", strerror(-r));
@@ -477,8 +459,7 @@ int jk_apply_vlt_add(struct jakirod *d, const struct jk_vlt_conf *e, char *err, 
 			d->conf->n_vlt--;
 			jk_dp_vlt_del(d->dp, vpc->vni, e->ip);
 		}
-		if (d->ebpf)
-			jk_ebpf_vlt_sync(d, vpc->vni, e->ip);
+		jk_dpif_vlt_changed(d->dpif, vpc->vni, e->ip);
 		core_leave(d);
 	}
 	return r;
@@ -510,10 +491,60 @@ int jk_apply_vlt_del(struct jakirod *d, const char *vpc_name, uint32_t ip, char 
 	}
 	core_enter(d);
 	jk_dp_vlt_del(d->dp, vpc->vni, ip);
-	if (d->ebpf)
-		jk_ebpf_vlt_sync(d, vpc->vni, ip);
+	jk_dpif_vlt_changed(d->dpif, vpc->vni, ip);
 	core_leave(d);
 	return 0;
+}
+
+int jk_apply_policy(struct jakirod *d, uint32_t vni, uint32_t ip, const char *patch_text, char *err, size_t errlen)
+{
+	const struct jk_vpc_conf *vpc = NULL;
+	json_error_t jerr;
+	json_t *patch;
+	int r = -ENOENT;
+
+	for (unsigned i = 0; i < d->conf->n_vpcs && !vpc; i++)
+		if (d->conf->vpcs[i].vni == vni)
+			vpc = &d->conf->vpcs[i];
+	patch = json_loads(patch_text, JSON_REJECT_DUPLICATES, &jerr);
+	for (unsigned i = 0; vpc && i < JK_MAX_VNICS; i++) {
+		const struct jk_vnic_conf *v = &d->vnics[i];
+
+		if (!jk_vnic_is_up(d, i) || v->ip != ip || strcmp(v->vpc, vpc->name) != 0)
+			continue;
+		if (!json_is_object(patch)) {
+			snprintf(err, errlen, "not a JSON object");
+			r = -EINVAL;
+		} else {
+			char name[JK_NAME_MAX];
+
+			snprintf(name, sizeof(name), "%s", v->name);
+			r = jk_apply_vnic_set(d, name, patch, err, errlen);
+		}
+		break;
+	}
+	json_decref(patch);
+	return r;
+}
+
+int jk_apply_vlt_learn(struct jakirod *d, uint32_t vni, uint32_t ip, const uint8_t mac[6], uint32_t vtep)
+{
+	int r;
+
+	core_enter(d);
+	r = jk_dp_vlt_add(d->dp, vni, ip, mac, vtep);
+	if (r == 0)
+		jk_dpif_vlt_changed(d->dpif, vni, ip);
+	core_leave(d);
+	return r;
+}
+
+void jk_apply_vlt_forget(struct jakirod *d, uint32_t vni, uint32_t ip)
+{
+	core_enter(d);
+	jk_dp_vlt_del(d->dp, vni, ip);
+	jk_dpif_vlt_changed(d->dpif, vni, ip);
+	core_leave(d);
 }
 
 int jk_apply_initial(struct jakirod *d, char *err, size_t errlen)
@@ -522,7 +553,7 @@ int jk_apply_initial(struct jakirod *d, char *err, size_t errlen)
 	int r;
 
 	for (unsigned i = 0; i < d->conf->n_vnics; i++) {
-		r = jk_cplane_claim(d, &d->conf->vnics[i], sub, sizeof(sub));
+		r = jk_cluster_claim(&d->cluster, &d->conf->vnics[i], sub, sizeof(sub));
 		if (r == 0)
 			r = vnic_up(d, &d->conf->vnics[i], sub, sizeof(sub));
 		if (r) {

@@ -431,13 +431,8 @@ int jk_conf_parse_vnic(json_t *o, const struct jk_conf *c, const char *where, st
 		snprintf(out->ifname, sizeof(out->ifname), "jk%.13s", out->name);
 	if (!out->tenant_ifname[0])
 		strcpy(out->tenant_ifname, out->netns[0] ? "eth0" : out->ifname);
-	/* On the kernel fast path jakirod's vNIC is a veth pair: without a
-	 * tenant namespace both ends live in jakirod's, and need two names. */
-	if (c->datapath == JK_DATAPATH_EBPF && out->backend == JK_BACKEND_TAP && !out->netns[0] &&
-	    strcmp(out->tenant_ifname, out->ifname) == 0)
-		return fail(err, errlen, "%s.tenant_ifname: needed without netns on the kernel fast path (a veth pair: "
-			    "its tenant end in jakirod's namespace needs a name other than ifname \"%s\")", where,
-			    out->ifname);
+	/* What a datapath cannot carry (a veth pair's two names on the kernel
+	 * fast path) its provider refuses (dpif.h, vnic_check). */
 	if (!mac_set) {     /* locally administered, from VNI and address */
 		out->mac[0] = 0x02;
 		out->mac[1] = (uint8_t)(vpc->vni >> 8);

@@ -1,9 +1,8 @@
 /* ctl.c — the control socket: one JSON request per connection, one JSON
  * reply ({"ok": true, "result": ...} or {"ok": false, "error": "..."}).
  * Text formatting is jakiroctl's job; the daemon answers in JSON only. */
-#include "daemon/jakirod.h"
-#include "daemon/cplane.h"
-#include "daemon/ebpf.h"
+#include "daemon/ctl.h"
+
 
 #include <errno.h>
 #include <stdbool.h>
@@ -17,6 +16,10 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
+
+#include "daemon/apply.h"
+#include "daemon/dpif.h"
+#include "daemon/jakirod.h"
 
 #define CTL_MAX_REQUEST (64 * 1024)
 
@@ -146,15 +149,6 @@ static json_t *vnic_stats_json(const struct jk_vnic *v)
 	return o;
 }
 
-
-/* What the tenant's end is: jakirod's TAP (user datapath) or veth pair
- * (kernel fast path), or a device it was given (a VM's TAP, any netdev). */
-static const char *vnic_device(const struct jakirod *d, const struct jk_vnic_conf *v)
-{
-	if (v->backend != JK_BACKEND_TAP)
-		return "existing";
-	return d->conf->datapath == JK_DATAPATH_EBPF ? "veth" : "tap";
-}
 static json_t *show_vnics(struct jakirod *d)
 {
 	json_t *a = json_array();
@@ -165,8 +159,9 @@ static json_t *show_vnics(struct jakirod *d)
 
 		if (!v)
 			continue;
-		o = jk_vnic_conf_json(&d->vnics[i].conf);
-		json_object_set_new(o, "device", json_string(vnic_device(d, &d->vnics[i].conf)));
+		o = jk_vnic_conf_json(&d->vnics[i]);
+		/* the tenant's end: a TAP or veth pair jakirod made, or a device it was given */
+		json_object_set_new(o, "device", json_string(jk_dpif_vnic_device(d->dpif, &d->vnics[i])));
 		json_object_set_new(o, "id", json_integer(i));
 		json_object_set_new(o, "vni", json_integer(v->cfg.vni));
 		json_object_set_new(o, "mtu", json_integer(v->cfg.mtu));
@@ -202,7 +197,6 @@ static void *copy_table(struct jakirod *d, const void *(*next)(const struct jk_d
 
 static const void *vlt_next(const struct jk_dp *dp, uint32_t *pos) { return jk_dp_vlt_next(dp, pos); }
 static const void *nft_next(const struct jk_dp *dp, uint32_t *pos) { return jk_dp_nft_next(dp, pos); }
-static const void *rcft_next(const struct jk_dp *dp, uint32_t *pos) { return jk_dp_rcft_next(dp, pos); }
 
 static json_t *show_vlt(struct jakirod *d)
 {
@@ -266,12 +260,10 @@ static json_t *show_rcft(struct jakirod *d, uint64_t now)
 	uint32_t n;
 	struct jk_rcft_entry *copy;
 
-	if (d->ebpf) {       /* the kernel's RCFT, read from its map */
-		copy = malloc(JK_RCFT_ENTRIES * sizeof(*copy));
-		n = copy ? jk_ebpf_rcft_copy(d, copy, JK_RCFT_ENTRIES) : 0;
-	} else {
-		copy = copy_table(d, rcft_next, sizeof(*copy), d->dp->rcft.t.max_count, &n);
-	}
+	/* The RCFT the datapath admits RC flows by (the core's, or the
+	 * kernel's map), copied without the lock held for the JSON. */
+	copy = malloc((size_t)d->dp->rcft.t.max_count * sizeof(*copy));
+	n = copy ? jk_dpif_rcft_copy(d->dpif, copy, d->dp->rcft.t.max_count) : 0;
 
 	for (const struct jk_rcft_entry *e = copy; copy && e < copy + n; e++)
 		json_array_append_new(
@@ -283,8 +275,7 @@ static json_t *show_rcft(struct jakirod *d, uint64_t now)
 					 (json_int_t)(now > e->last_seen_ns ? (now - e->last_seen_ns) / 1000000 : 0)));
 	free(copy);
 	pthread_mutex_lock(&d->dp_lock);
-	if (d->ebpf)
-		jk_ebpf_sync_counters(d);
+	jk_dpif_sync_counters(d->dpif);
 	for (uint16_t i = 0; i < JK_MAX_VNICS; i++) {
 		struct jk_vnic *v = jk_dp_vnic(d->dp, i);
 
@@ -299,19 +290,18 @@ static json_t *show_rcft(struct jakirod *d, uint64_t now)
 			 (json_int_t)(snap.rcft_idle_ns / 1000000));
 }
 
+/* Under dp_lock (the counters just synced). */
 static json_t *show_stats(struct jakirod *d, uint64_t now)
 {
-	uint64_t rx_errors = d->underlay.rx_errors, rx_dropped = 0;
 	struct jk_dp_snapshot snap;
 	const struct jk_dp_counters *c = &snap.cnt;
+	struct jk_dpif_underlay_stats ul;
+	struct jk_dpif_stats st;
 	json_t *vnics = json_object();
-	struct jk_gro_stats gro;
 	json_t *dp;
 
-	jk_workers_gro_stats(d, &gro);
-	jk_dp_snapshot(d->dp, &snap);
-	if (d->ebpf)
-		snap.rcft_entries = d->ebpf_rcft_entries;
+	jk_dpif_stats(d->dpif, &st);
+	jk_dpif_snapshot(d->dpif, &snap);
 	dp = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
 			       "encapped", (json_int_t)c->encapped, "decapped", (json_int_t)c->decapped,
 			       "local_delivered", (json_int_t)c->local_delivered, "nft_hits", (json_int_t)c->nft_hits,
@@ -319,36 +309,37 @@ static json_t *show_stats(struct jakirod *d, uint64_t now)
 			       "nft_full", (json_int_t)c->nft_full, "nft_entries", (json_int_t)snap.nft_entries,
 			       "rcft_new", (json_int_t)c->rcft_new, "rcft_entries", (json_int_t)snap.rcft_entries,
 			       "ecn_alarms", (json_int_t)c->ecn_alarms, "vlt_gen", (json_int_t)snap.vlt_gen);
-	if (d->ebpf)
-		json_object_set_new(dp, "decapped_here", json_integer((json_int_t)d->ebpf_decapped_here));
+	if (st.counts_decapped_here)
+		json_object_set_new(dp, "decapped_here", json_integer((json_int_t)st.decapped_here));
 	json_object_set_new(dp, "drops", drops_json(c->drops));
 	json_object_set_new(dp, "held", json_integer(snap.held));
 	json_object_set_new(dp, "shaper_armed_in_us",
-			    json_integer(d->shaper_armed_ns ? ((json_int_t)d->shaper_armed_ns - (json_int_t)now) / 1000 : -1));
+			    json_integer(st.shaper_armed_ns ? ((json_int_t)st.shaper_armed_ns - (json_int_t)now) / 1000 : -1));
 	for (uint16_t i = 0; i < JK_MAX_VNICS; i++) {
 		struct jk_vnic *v = jk_dp_vnic(d->dp, i);
 
 		if (v) {
 			json_t *s = vnic_stats_json(v);
+			struct jk_dpif_vnic_stats vs;
 
-			json_object_set_new(s, "rx_errors", json_integer((json_int_t)d->vnics[i].port.rx_errors));
-			json_object_set_new(s, "tx_errors", json_integer((json_int_t)d->vnics[i].port.tx_errors));
+			jk_dpif_vnic_stats(d->dpif, i, &vs);
+			json_object_set_new(s, "rx_errors", json_integer((json_int_t)vs.rx_errors));
+			json_object_set_new(s, "tx_errors", json_integer((json_int_t)vs.tx_errors));
 			json_object_set_new(s, "nft_live", json_integer(d->dp->nft_live[i]));
 			json_object_set_new(s, "rc_live", json_integer(d->dp->rc_live[i]));
 			json_object_set_new(vnics, v->cfg.name, s);
 		}
 	}
-	if (d->ebpf)          /* the kernel's vxlan device: what it dropped before the programs */
-		jk_ebpf_underlay_stats(d, &rx_errors, &rx_dropped);
+	jk_dpif_underlay_stats(d->dpif, &ul);
 	return json_pack("{s:s, s:s, s:I, s:o, s:o, s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}, s:{s:I, s:I, s:I}}",
-			 "host", d->conf->host, "forwarding", jk_datapath_name(d->conf->datapath), "uptime_ms",
+			 "host", d->conf->host, "forwarding", d->dpif->class->name, "uptime_ms",
 			 (json_int_t)((now - d->started_ns) / 1000000), "datapath", dp, "vnics", vnics, "underlay",
-			 "rx_errors", (json_int_t)rx_errors, "rx_dropped", (json_int_t)rx_dropped,
-			 "tx_errors", (json_int_t)d->underlay.tx_errors,
-			 "rx_truncated", (json_int_t)d->underlay.rx_trunc,
-			 "tx_gso_sends", (json_int_t)d->underlay.tx_gso_sends,
-			 "gro_reads", (json_int_t)gro.reads, "gro_datagrams", (json_int_t)gro.datagrams,
-			 "gro_units", (json_int_t)gro.units, "gro_csum_bad", (json_int_t)gro.csum_bad,
+			 "rx_errors", (json_int_t)ul.rx_errors, "rx_dropped", (json_int_t)ul.rx_dropped,
+			 "tx_errors", (json_int_t)ul.tx_errors,
+			 "rx_truncated", (json_int_t)ul.rx_truncated,
+			 "tx_gso_sends", (json_int_t)ul.tx_gso_sends,
+			 "gro_reads", (json_int_t)st.gro.reads, "gro_datagrams", (json_int_t)st.gro.datagrams,
+			 "gro_units", (json_int_t)st.gro.units, "gro_csum_bad", (json_int_t)st.gro.csum_bad,
 			 "control", "refused", (json_int_t)d->ctl_refused, "expired", (json_int_t)d->ctl_expired,
 			 "denied", (json_int_t)d->ctl_denied);
 }
@@ -366,12 +357,11 @@ static json_t *do_show(struct jakirod *d, json_t *req)
 		json_t *r;
 
 		pthread_mutex_lock(&d->dp_lock);
-		if (d->ebpf)
-			jk_ebpf_sync_counters(d);
+		jk_dpif_sync_counters(d->dpif);
 		r = what[0] == 'v' ? show_vnics(d) : show_stats(d, now);
 		pthread_mutex_unlock(&d->dp_lock);
 		if (what[0] == 's')
-			json_object_set_new(r, "etcd", jk_cplane_stats_json(d));
+			json_object_set_new(r, "etcd", jk_cluster_stats_json(&d->cluster));
 		return reply_ok(r);
 	}
 	if (strcmp(what, "vlt") == 0)

@@ -4,14 +4,19 @@
  *
  * Start-up validates the whole configuration (and the persisted state, if
  * any) before touching the network; an error names the field and exits 1.
- * SIGTERM / SIGINT remove what the daemon created (its TAP devices, its
- * control socket) and exit 0.
+ * Then it opens the datapath the config names (dpif.h: the one place a
+ * provider is picked), the metrics server, the etcd agent (plugged into
+ * the cluster hooks, cluster.h), brings up the configured vNICs and VLT
+ * (apply.c), and serves the control socket.  SIGTERM / SIGINT remove what
+ * the daemon created (its vNICs' devices, its control socket) and exit 0.
  */
 #include "daemon/jakirod.h"
-#include "daemon/metrics.h"
 #include "core/hash.h"
-#include "daemon/cplane.h"
-#include "daemon/ebpf.h"
+#include "daemon/agent.h"
+#include "daemon/apply.h"
+#include "daemon/ctl.h"
+#include "daemon/dpif.h"
+#include "daemon/metrics.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -31,17 +36,9 @@
 #include <unistd.h>
 
 /* The control thread's events (the datapath threads have their own: worker.c). */
-enum ev_kind { EV_CTL = 1, EV_TIMER, EV_SIGNAL, EV_CTL_CONN, EV_CPLANE };
+enum ev_kind { EV_CTL = 1, EV_TIMER, EV_SIGNAL, EV_CTL_CONN, EV_AGENT };
 
 #define EV(kind, id) ((uint64_t)(kind) << 32 | (uint32_t)(id))
-
-uint64_t jk_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static int watch(struct jakirod *d, int fd, uint64_t data)
 {
@@ -55,22 +52,9 @@ uint64_t jk_loop_ev_ctl_conn(unsigned slot)
 	return EV(EV_CTL_CONN, slot);
 }
 
-/* ---- packet buffers --------------------------------------------------- */
-
-static int pool_init(struct jakirod *d)
-{
-	d->pool = calloc(JK_POOL_PKTS, sizeof(*d->pool));
-	if (!d->pool)
-		return -ENOMEM;
-	for (unsigned i = 0; i < JK_POOL_PKTS; i++) {
-		d->pool[i].next = d->free_list;
-		d->free_list = &d->pool[i];
-	}
-	return 0;
-}
-
-/* The control thread: control connections, aging, signals. */
-static int run(struct jakirod *d)
+/* The control thread: control connections, aging, signals, the agent's
+ * policies. */
+static int run(struct jakirod *d, struct jk_agent *agent)
 {
 	struct epoll_event evs[64];
 
@@ -100,10 +84,7 @@ static int run(struct jakirod *d)
 					pthread_mutex_lock(&d->dp_lock);
 					/* a bounded step: the lock is held ~0.1 ms at most */
 					jk_dp_age_some(d->dp, jk_now_ns(), JK_AGE_SLOTS);
-					if (d->ebpf) {
-						jk_ebpf_age(d, d->dp->params.rcft_idle_ns);
-						jk_ebpf_sync_counters(d);
-					}
+					jk_dpif_age(d->dpif, jk_now_ns());
 					pthread_mutex_unlock(&d->dp_lock);
 					jk_ctl_expire(d, jk_now_ns());
 				}
@@ -112,8 +93,8 @@ static int run(struct jakirod *d)
 			case EV_SIGNAL:
 				d->stop = true;
 				break;
-			case EV_CPLANE:
-				jk_cplane_on_event(d);
+			case EV_AGENT:
+				jk_agent_on_event(agent);
 				break;
 			}
 		}
@@ -122,19 +103,6 @@ static int run(struct jakirod *d)
 }
 
 /* ---- start-up ------------------------------------------------------------ */
-
-/* One datapath thread per core this process may run on, at most
- * JK_MAX_THREADS. */
-static unsigned threads_by_cores(void)
-{
-	cpu_set_t set;
-	int n;
-
-	if (sched_getaffinity(0, sizeof(set), &set) < 0)
-		return 1;
-	n = CPU_COUNT(&set);
-	return n < 1 ? 1 : n > JK_MAX_THREADS ? JK_MAX_THREADS : (unsigned)n;
-}
 
 static void usage(FILE *f)
 {
@@ -185,6 +153,22 @@ static void set_priority(int nice)
 	}
 }
 
+/* What the config asks of its datapath that the datapath cannot carry
+ * (dpif.h, vnic_check), refused with the config's other errors, before
+ * anything is made. */
+static int check_for_datapath(const struct jk_dpif_class *dpc, const struct jk_conf *c, char *err, size_t errlen)
+{
+	char sub[JK_ERR_MAX];
+	int r;
+
+	for (unsigned i = 0; i < c->n_vnics; i++)
+		if ((r = jk_dpif_vnic_check(dpc, &c->vnics[i], sub, sizeof(sub)))) {
+			snprintf(err, errlen, "vnics[%u].%s", i, sub);
+			return r;
+		}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -196,11 +180,13 @@ int main(int argc, char **argv)
 	struct itimerspec its = { .it_interval.tv_sec = 1, .it_value.tv_sec = 1 };
 	const char *path = NULL;
 	bool check_only = false;
-	char err[JK_ERR_MAX * 4];
+	char err[JK_ERR_MAX * 4], what[160];
+	const struct jk_dpif_class *dpc = NULL;
 	struct jk_dp_params params;
 	uint64_t hash_key[2];
 	struct jakirod d;
 	struct jk_metrics *metrics = NULL;
+	struct jk_agent *agent = NULL;
 	sigset_t sigs;
 	int sig_fd = -1, opt, r, status = 1;
 	bool dp_up = false;
@@ -218,20 +204,18 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	memset(&d, 0, sizeof(d));
-	d.ctl_fd = d.timer_fd = d.epfd = d.shaper_fd = d.steer_fd = -1;
+	d.ctl_fd = d.timer_fd = d.epfd = -1;
 	pthread_mutex_init(&d.dp_lock, NULL);
-	pthread_mutex_init(&d.pool_lock, NULL);
-	pthread_mutex_init(&d.pause_lock, NULL);
-	pthread_cond_init(&d.pause_cond, NULL);
 	for (unsigned i = 0; i < JK_CTL_CONNS; i++)
 		d.ctl_conns[i].fd = -1;
 	d.conf = calloc(1, sizeof(*d.conf));
 	d.dp = calloc(1, sizeof(*d.dp));
-	if (!d.conf || !d.dp || pool_init(&d)) {
+	if (!d.conf || !d.dp) {
 		fprintf(stderr, "jakirod: out of memory\n");
 		goto out;
 	}
-	if (jk_conf_load(path, d.conf, err, sizeof(err)) || load_state(d.conf, err, sizeof(err))) {
+	if (jk_conf_load(path, d.conf, err, sizeof(err)) || load_state(d.conf, err, sizeof(err)) ||
+	    check_for_datapath(dpc = jk_dpif_class_of(d.conf->datapath), d.conf, err, sizeof(err))) {
 		fprintf(stderr, "jakirod: config error: %s\n", err);
 		goto out;
 	}
@@ -255,10 +239,7 @@ int main(int argc, char **argv)
 	params.rcft_idle_ns = d.conf->rcft_idle_ms * 1000000ull;
 	params.rcft_max = JK_RCFT_ENTRIES;
 	params.nft_max = JK_NFT_ENTRIES;
-	params.held_max = JK_POOL_PKTS / 2;     /* the other half: reads and sends in flight */
-	/* RSS flat under flow churn (docs/datapath.md, "Memory"); on the kernel
-	 * fast path flows live in kernel maps and the core's tables stay small. */
-	params.prefault = d.conf->datapath == JK_DATAPATH_USER;
+	jk_dpif_core_params(dpc, &params);
 	if ((r = jk_dp_init(d.dp, &params))) {
 		fprintf(stderr, "jakirod: datapath: %s\n", strerror(-r));
 		goto out;
@@ -272,70 +253,50 @@ int main(int argc, char **argv)
 	sig_fd = signalfd(-1, &sigs, SFD_CLOEXEC | SFD_NONBLOCK);
 	d.epfd = epoll_create1(EPOLL_CLOEXEC);
 	d.timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-	d.shaper_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-	if (sig_fd < 0 || d.epfd < 0 || d.timer_fd < 0 || d.shaper_fd < 0 || timerfd_settime(d.timer_fd, 0, &its, NULL) < 0) {
+	if (sig_fd < 0 || d.epfd < 0 || d.timer_fd < 0 || timerfd_settime(d.timer_fd, 0, &its, NULL) < 0) {
 		perror("jakirod: setup");
 		goto out;
 	}
-	d.n_threads = d.conf->threads ? d.conf->threads : threads_by_cores();
-	if (d.conf->steer_by_cpu && !jk_steer_possible(d.n_threads))
-		fprintf(stderr, "jakirod: steer_by_cpu: needs one thread per CPU this process may run on, CPUs 0..n-1 "
-				"(%u threads): packets spread by flow hash\n", d.n_threads);
-	else if (d.conf->steer_by_cpu && (d.steer_fd = jk_steer_prog_load()) < 0)
-		fprintf(stderr, "jakirod: steer_by_cpu: TAP steering program: %s: packets spread by flow hash\n",
-			strerror(-d.steer_fd));
 	/* The metrics socket before anything is created: a port taken is
 	 * refused with no TAP made. */
-	if ((d.conf->datapath == JK_DATAPATH_EBPF ? jk_ebpf_open(&d, err, sizeof(err))
-						    : jk_underlay_open(&d.underlay, d.conf->vtep, d.n_threads, err, sizeof(err))) ||
-	    jk_metrics_start(&d, &metrics, err, sizeof(err)) || jk_cplane_open(&d, err, sizeof(err)) ||
-	    jk_apply_initial(&d, err, sizeof(err)) || (d.ebpf && (jk_ebpf_sweep_leftovers(&d), false)) ||
+	if (jk_dpif_open(dpc, d.conf, d.dp, &d.dp_lock, &d.dpif, err, sizeof(err)) ||
+	    jk_metrics_start(&d, &metrics, err, sizeof(err)) || jk_agent_open(&d, &agent, err, sizeof(err)) ||
+	    (agent && (d.cluster = (struct jk_cluster){ &jk_agent_cluster_ops, agent }, false)) ||
+	    jk_apply_initial(&d, err, sizeof(err)) ||
 	    jk_ctl_open(&d, err, sizeof(err)) || watch(&d, d.ctl_fd, EV(EV_CTL, 0)) ||
 	    watch(&d, d.timer_fd, EV(EV_TIMER, 0)) || watch(&d, sig_fd, EV(EV_SIGNAL, 0)) ||
-	    (d.cplane && watch(&d, jk_cplane_event_fd(&d), EV(EV_CPLANE, 0))) ||
-	    (!d.ebpf && jk_workers_start(&d, d.n_threads, err, sizeof(err))) || jk_cplane_start(&d, err, sizeof(err))) {
+	    (agent && watch(&d, jk_agent_event_fd(agent), EV(EV_AGENT, 0))) ||
+	    jk_dpif_start(d.dpif, err, sizeof(err)) || (agent && jk_agent_start(agent, err, sizeof(err)))) {
 		fprintf(stderr, "jakirod: %s\n", err);
 		goto out_net;
 	}
 	d.started_ns = jk_now_ns();
-	if (d.ebpf)
-		fprintf(stderr, "jakirod: %s up: VTEP %s:%d, %u vNICs, ebpf datapath (the kernel forwards, device %s), "
-				"control %s\n",
-			d.conf->host, inet_ntoa((struct in_addr){ htonl(d.conf->vtep) }), JK_UDP_PORT_VXLAN,
-			d.conf->n_vnics, JK_EBPF_VXLAN_DEV, d.conf->ctl_socket);
-	else
-		fprintf(stderr, "jakirod: %s up: VTEP %s:%d, %u vNICs, user datapath, %u threads (busy-polling %u us), "
-				"control %s\n",
-			d.conf->host, inet_ntoa((struct in_addr){ htonl(d.conf->vtep) }), JK_UDP_PORT_VXLAN,
-			d.conf->n_vnics, d.n_threads, d.conf->poll_us, d.conf->ctl_socket);
-	if (d.steer_fd >= 0)
-		fprintf(stderr, "jakirod: %s steers by CPU: thread i on CPU i takes what arrives on CPU i\n", d.conf->host);
+	jk_dpif_describe(d.dpif, what, sizeof(what));
+	fprintf(stderr, "jakirod: %s up: VTEP %s:%d, %u vNICs, %s, control %s\n", d.conf->host,
+		inet_ntoa((struct in_addr){ htonl(d.conf->vtep) }), JK_UDP_PORT_VXLAN, d.conf->n_vnics, what,
+		d.conf->ctl_socket);
 	if (metrics)
 		fprintf(stderr, "jakirod: %s metrics on http://%s:%u/metrics\n", d.conf->host,
 			inet_ntoa((struct in_addr){ htonl(d.conf->metrics_ip) }), d.conf->metrics_port);
-	r = run(&d);
-	jk_workers_stop(&d);
+	r = run(&d, agent);
+	jk_dpif_stop(d.dpif);
 	status = r ? 1 : 0;
 out_net:
-	jk_cplane_close(&d);          /* first: the cluster forgets this host's vNICs now */
+	d.cluster = (struct jk_cluster){ NULL, NULL };
+	jk_agent_close(agent);        /* first: the cluster forgets this host's vNICs now */
 	jk_metrics_stop(metrics);     /* its thread reads the core: stopped before the vNICs go */
 	jk_vnics_close_all(&d);
 	jk_ctl_close(&d);
-	jk_ebpf_close(&d);
-	if (d.conf->datapath == JK_DATAPATH_USER)
-		jk_underlay_close(&d.underlay);
-	if (d.steer_fd >= 0)
-		close(d.steer_fd);
+	jk_dpif_close(d.dpif);
 out:
 	/* Every path out frees what it made: the sanitizer builds check. */
 	if (dp_up)
 		jk_dp_fini(d.dp);
-	for (int *fd = (int[]){ sig_fd, d.epfd, d.timer_fd, d.shaper_fd, -2 }; *fd != -2; fd++)
+	for (int *fd = (int[]){ sig_fd, d.epfd, d.timer_fd, -2 }; *fd != -2; fd++)
 		if (*fd >= 0)
 			close(*fd);
 	if (status == 0 && !check_only)
 		fprintf(stderr, "jakirod: %s stopped\n", d.conf->host);
-	free(d.pool);
 	free(d.dp);
 	free(d.conf);
 	return status;

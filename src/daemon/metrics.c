@@ -9,8 +9,8 @@
  * the connection timeout, and at most JK_METRICS_CONN_LIMIT are served at
  * once: none can hold up forwarding, which takes dp_lock only per batch. */
 #include "daemon/metrics.h"
+#include "daemon/dpif.h"
 #include "daemon/jakirod.h"
-#include "daemon/ebpf.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -55,6 +55,7 @@ static void take_snapshot(struct jk_metrics *m)
 	struct jakirod *d = m->d;
 	struct jk_metrics_snapshot *s = &m->snap;
 	uint32_t vni[JK_MAX_VNICS];
+	struct jk_dpif_stats st;
 
 	s->start_time_ms = m->start_time_ms;
 	s->vlt_max = d->dp->params.vlt_max;
@@ -62,12 +63,10 @@ static void take_snapshot(struct jk_metrics *m)
 	s->rcft_max = d->dp->params.rcft_max;
 	s->n_vnics = 0;
 	pthread_mutex_lock(&d->dp_lock);
-	if (d->ebpf)
-		jk_ebpf_sync_counters(d);
-	jk_dp_snapshot(d->dp, &s->dp);
-	if (d->ebpf)
-		s->dp.rcft_entries = d->ebpf_rcft_entries;
-	s->decapped_in_program = d->ebpf ? d->ebpf_decapped_here : 0;
+	jk_dpif_sync_counters(d->dpif);
+	jk_dpif_snapshot(d->dpif, &s->dp);
+	jk_dpif_stats(d->dpif, &st);
+	s->decapped_in_program = st.decapped_here;
 	for (uint16_t id = 0; id < JK_MAX_VNICS; id++) {
 		const struct jk_vnic *v = jk_dp_vnic(d->dp, id);
 		struct jk_metrics_vnic *mv = &s->vnics[s->n_vnics];

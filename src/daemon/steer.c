@@ -22,6 +22,7 @@
 #include <linux/if_tun.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -29,7 +30,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "daemon/jakirod.h"
+#include "daemon/steer.h"
 
 bool jk_steer_possible(unsigned n_threads)
 {

@@ -1,9 +1,9 @@
-/* worker.c — the datapath threads: read a batch (a vNIC queue, or the
- * thread's underlay socket), run it through the core under dp_lock, send
- * what it says through per-thread output queues, hand held packets on as
- * the DHTB releases them.  See jakirod.h for who owns what.
+/* worker.c — the user datapath's threads: read a batch (a vNIC queue, or
+ * the thread's underlay socket), run it through the core under dp_lock,
+ * send what it says through per-thread output queues, hand held packets on
+ * as the DHTB releases them.  See dpif_user.h for who owns what.
  */
-#include "daemon/jakirod.h"
+#include "daemon/dpif_user.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -15,33 +15,36 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "daemon/clock.h"
+#include "daemon/steer.h"
+
 enum ev_kind { EV_UNDERLAY = 1, EV_VNIC, EV_SHAPER, EV_WAKE };
 
 #define EV(kind, id) ((uint64_t)(kind) << 32 | (uint32_t)(id))
 
 /* ---- packet buffers (shared) -------------------------------------------- */
 
-static unsigned pool_get(struct jakirod *d, struct jk_pkt **pkts, unsigned n)
+static unsigned pool_get(struct jk_user *u, struct jk_pkt **pkts, unsigned n)
 {
 	unsigned i;
 
-	pthread_mutex_lock(&d->pool_lock);
-	for (i = 0; i < n && d->free_list; i++) {
-		pkts[i] = d->free_list;
-		d->free_list = pkts[i]->next;
+	pthread_mutex_lock(&u->pool_lock);
+	for (i = 0; i < n && u->free_list; i++) {
+		pkts[i] = u->free_list;
+		u->free_list = pkts[i]->next;
 	}
-	pthread_mutex_unlock(&d->pool_lock);
+	pthread_mutex_unlock(&u->pool_lock);
 	return i;
 }
 
-static void pool_put_many(struct jakirod *d, struct jk_pkt **pkts, unsigned n)
+static void pool_put_many(struct jk_user *u, struct jk_pkt **pkts, unsigned n)
 {
-	pthread_mutex_lock(&d->pool_lock);
+	pthread_mutex_lock(&u->pool_lock);
 	for (unsigned i = 0; i < n; i++) {
-		pkts[i]->next = d->free_list;
-		d->free_list = pkts[i];
+		pkts[i]->next = u->free_list;
+		u->free_list = pkts[i];
 	}
-	pthread_mutex_unlock(&d->pool_lock);
+	pthread_mutex_unlock(&u->pool_lock);
 }
 
 /* ---- output ---------------------------------------------------------------- */
@@ -60,29 +63,29 @@ static void out_push(struct jk_worker *w, struct jk_outq *q, struct jk_pkt *p)
  * came from for the underlay. */
 static void out_flush(struct jk_worker *w, struct jk_outq *q)
 {
-	struct jakirod *d = w->d;
+	struct jk_user *u = w->u;
 
 	if (q == &w->under_q) {
-		unsigned sent = jk_underlay_send(&d->underlay, w->scratch, q->pkts, q->n);
+		unsigned sent = jk_underlay_send(&u->underlay, w->scratch, q->pkts, q->n);
 
 		if (sent < q->n) {
-			pthread_mutex_lock(&d->dp_lock);
+			pthread_mutex_lock(u->up.dp_lock);
 			for (unsigned i = 0; i < q->n; i++)
 				if (q->pkts[i]->verdict.action == JK_ACT_DROP)
-					jk_dp_count_drops(d->dp, q->pkts[i]->verdict.in_vnic, JK_DROP_TX_FULL, 1);
-			pthread_mutex_unlock(&d->dp_lock);
+					jk_dp_count_drops(u->up.dp, q->pkts[i]->verdict.in_vnic, JK_DROP_TX_FULL, 1);
+			pthread_mutex_unlock(u->up.dp_lock);
 		}
 	} else {
 		uint16_t id = (uint16_t)(q - w->vnic_q);
-		unsigned sent = jk_port_send(&d->vnics[id].port, w->idx, q->pkts, q->n);
+		unsigned sent = jk_port_send(&u->ports[id], w->idx, q->pkts, q->n);
 
 		if (sent < q->n) {
-			pthread_mutex_lock(&d->dp_lock);
-			jk_dp_count_drops(d->dp, id, JK_DROP_TX_FULL, q->n - sent);
-			pthread_mutex_unlock(&d->dp_lock);
+			pthread_mutex_lock(u->up.dp_lock);
+			jk_dp_count_drops(u->up.dp, id, JK_DROP_TX_FULL, q->n - sent);
+			pthread_mutex_unlock(u->up.dp_lock);
 		}
 	}
-	pool_put_many(d, q->pkts, q->n);
+	pool_put_many(u, q->pkts, q->n);
 	q->n = 0;
 }
 
@@ -124,7 +127,7 @@ static void dispatch(struct jk_worker *w, struct jk_pkt **pkts, unsigned n)
 			break;
 		}
 	}
-	pool_put_many(w->d, dropped, n_dropped);
+	pool_put_many(w->u, dropped, n_dropped);
 	for (unsigned i = 0; i < w->n_pending; i++)
 		out_flush(w, w->pending[i]);
 	w->n_pending = 0;
@@ -134,29 +137,29 @@ static void dispatch(struct jk_worker *w, struct jk_pkt **pkts, unsigned n)
  * the next release (a system call only when that time changes). */
 static void release_held(struct jk_worker *w)
 {
-	struct jakirod *d = w->d;
+	struct jk_user *u = w->u;
 	struct jk_pkt *pkts[JK_BATCH];
 	uint64_t now, next = 0;
 	unsigned n, m;
 
-	if (!__atomic_load_n(&d->dp->held, __ATOMIC_RELAXED) && !__atomic_load_n(&d->dp->orphans, __ATOMIC_RELAXED))
+	if (!__atomic_load_n(&u->up.dp->held, __ATOMIC_RELAXED) && !__atomic_load_n(&u->up.dp->orphans, __ATOMIC_RELAXED))
 		return;
 	now = jk_now_ns();
 	do {
-		pthread_mutex_lock(&d->dp_lock);
-		n = jk_dp_release(d->dp, now, pkts, JK_BATCH);
+		pthread_mutex_lock(u->up.dp_lock);
+		n = jk_dp_release(u->up.dp, now, pkts, JK_BATCH);
 		m = own_packets(pkts, n);       /* released to a local vNIC, then held by its ingress DHTB */
 		if (n == 0) {
-			next = jk_dp_next_release_ns(d->dp, now);
-			if (next && next != d->shaper_armed_ns) {
+			next = jk_dp_next_release_ns(u->up.dp, now);
+			if (next && next != u->shaper_armed_ns) {
 				struct itimerspec its = { .it_value = { .tv_sec = (time_t)(next / 1000000000ull),
 									 .tv_nsec = (long)(next % 1000000000ull) } };
 
-				timerfd_settime(d->shaper_fd, TFD_TIMER_ABSTIME, &its, NULL);
-				d->shaper_armed_ns = next;
+				timerfd_settime(u->shaper_fd, TFD_TIMER_ABSTIME, &its, NULL);
+				u->shaper_armed_ns = next;
 			}
 		}
-		pthread_mutex_unlock(&d->dp_lock);
+		pthread_mutex_unlock(u->up.dp_lock);
 		dispatch(w, pkts, m);
 	} while (n > 0);
 }
@@ -167,22 +170,22 @@ static void release_held(struct jk_worker *w)
  * (daemon/share.h), none while it is in debt. */
 static void on_vnic(struct jk_worker *w, uint16_t id)
 {
-	struct jakirod *d = w->d;
+	struct jk_user *u = w->u;
 	struct jk_vnic_share *share = &w->share[id];
 	struct jk_pkt *pkts[JK_BATCH];
 	unsigned want = jk_share_frames(share), n, got, segs = 0;
 
-	n = want ? pool_get(d, pkts, want) : 0;
-	got = n ? jk_port_recv(&d->vnics[id].port, w->idx, pkts, n) : 0;
-	pool_put_many(d, pkts + got, n - got);
+	n = want ? pool_get(u, pkts, want) : 0;
+	got = n ? jk_port_recv(&u->ports[id], w->idx, pkts, n) : 0;
+	pool_put_many(u, pkts + got, n - got);
 	if (got) {
-		pthread_mutex_lock(&d->dp_lock);
-		jk_dp_egress(d->dp, id, pkts, got, jk_now_ns());
+		pthread_mutex_lock(u->up.dp_lock);
+		jk_dp_egress(u->up.dp, id, pkts, got, jk_now_ns());
 		for (unsigned i = 0; i < got; i++)   /* sent now or, if held, later: work either way */
 			segs += pkts[i]->off.segs ? pkts[i]->off.segs : 1;
 		jk_share_pay(share, got, segs);
 		got = own_packets(pkts, got);
-		pthread_mutex_unlock(&d->dp_lock);
+		pthread_mutex_unlock(u->up.dp_lock);
 		dispatch(w, pkts, got);
 	}
 	release_held(w);
@@ -193,32 +196,32 @@ static void on_vnic(struct jk_worker *w, uint16_t id)
  * only touches its buffers), then goes through the core. */
 static void on_underlay(struct jk_worker *w)
 {
-	struct jakirod *d = w->d;
+	struct jk_user *u = w->u;
 	struct jk_pkt *reads[JK_UNDERLAY_READS];
-	unsigned n = pool_get(d, reads, JK_UNDERLAY_READS), got;
+	unsigned n = pool_get(u, reads, JK_UNDERLAY_READS), got;
 	uint64_t now;
 
-	got = jk_underlay_recv(&d->underlay, d->underlay.rx_fd[w->idx], reads, n);
-	pool_put_many(d, reads + got, n - got);
+	got = jk_underlay_recv(&u->underlay, u->underlay.rx_fd[w->idx], reads, n);
+	pool_put_many(u, reads + got, n - got);
 	now = jk_now_ns();
 	for (unsigned i = 0; i < got; i++) {
 		struct jk_pkt *spare[JK_GRO_SPARES], *units[1 + JK_GRO_SPARES];
 		unsigned n_spare = 0, n_units;
 
 		if (reads[i]->rx.seg_size)
-			n_spare = pool_get(d, spare, JK_GRO_SPARES);
+			n_spare = pool_get(u, spare, JK_GRO_SPARES);
 		n_units = jk_gro_split(reads[i], spare, n_spare, units, &w->gro);
-		pool_put_many(d, spare + (n_units - 1), n_spare - (n_units - 1));
-		pthread_mutex_lock(&d->dp_lock);
-		jk_dp_ingress(d->dp, units, n_units, now);
+		pool_put_many(u, spare + (n_units - 1), n_spare - (n_units - 1));
+		pthread_mutex_lock(u->up.dp_lock);
+		jk_dp_ingress(u->up.dp, units, n_units, now);
 		n_units = own_packets(units, n_units);
-		pthread_mutex_unlock(&d->dp_lock);
+		pthread_mutex_unlock(u->up.dp_lock);
 		dispatch(w, units, n_units);
 	}
 	if (w->gro.no_buffer != w->gro_no_buffer_counted) {
-		pthread_mutex_lock(&d->dp_lock);
-		jk_dp_count_drops(d->dp, JK_VNIC_NONE, JK_DROP_NO_BUFFER, w->gro.no_buffer - w->gro_no_buffer_counted);
-		pthread_mutex_unlock(&d->dp_lock);
+		pthread_mutex_lock(u->up.dp_lock);
+		jk_dp_count_drops(u->up.dp, JK_VNIC_NONE, JK_DROP_NO_BUFFER, w->gro.no_buffer - w->gro_no_buffer_counted);
+		pthread_mutex_unlock(u->up.dp_lock);
 		w->gro_no_buffer_counted = w->gro.no_buffer;
 	}
 	release_held(w);
@@ -231,23 +234,23 @@ static void on_underlay(struct jk_worker *w)
  * them and polls again. */
 static bool maybe_pause(struct jk_worker *w)
 {
-	struct jakirod *d = w->d;
+	struct jk_user *u = w->u;
 	uint64_t v;
 	bool did = false;
 
 	if (read(w->wake_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
 		perror("jakirod: wake");
-	pthread_mutex_lock(&d->pause_lock);
-	if (d->pausing) {
+	pthread_mutex_lock(&u->pause_lock);
+	if (u->pausing) {
 		did = true;
-		d->paused++;
-		pthread_cond_broadcast(&d->pause_cond);
-		while (d->pausing)
-			pthread_cond_wait(&d->pause_cond, &d->pause_lock);
-		d->paused--;
-		pthread_cond_broadcast(&d->pause_cond);
+		u->paused++;
+		pthread_cond_broadcast(&u->pause_cond);
+		while (u->pausing)
+			pthread_cond_wait(&u->pause_cond, &u->pause_lock);
+		u->paused--;
+		pthread_cond_broadcast(&u->pause_cond);
 	}
-	pthread_mutex_unlock(&d->pause_lock);
+	pthread_mutex_unlock(&u->pause_lock);
 	return did;
 }
 
@@ -259,31 +262,31 @@ static void wake(struct jk_worker *w)
 		perror("jakirod: wake");
 }
 
-void jk_workers_pause(struct jakirod *d)
+void jk_workers_pause(struct jk_user *u)
 {
-	if (!d->n_workers)
+	if (!u->n_workers)
 		return;
-	pthread_mutex_lock(&d->pause_lock);
-	d->pausing = true;
-	pthread_mutex_unlock(&d->pause_lock);
-	for (unsigned i = 0; i < d->n_workers; i++)
-		wake(d->workers[i]);
-	pthread_mutex_lock(&d->pause_lock);
-	while (d->paused < d->n_workers)
-		pthread_cond_wait(&d->pause_cond, &d->pause_lock);
-	pthread_mutex_unlock(&d->pause_lock);
+	pthread_mutex_lock(&u->pause_lock);
+	u->pausing = true;
+	pthread_mutex_unlock(&u->pause_lock);
+	for (unsigned i = 0; i < u->n_workers; i++)
+		wake(u->workers[i]);
+	pthread_mutex_lock(&u->pause_lock);
+	while (u->paused < u->n_workers)
+		pthread_cond_wait(&u->pause_cond, &u->pause_lock);
+	pthread_mutex_unlock(&u->pause_lock);
 }
 
-void jk_workers_resume(struct jakirod *d)
+void jk_workers_resume(struct jk_user *u)
 {
-	if (!d->n_workers)
+	if (!u->n_workers)
 		return;
-	pthread_mutex_lock(&d->pause_lock);
-	d->pausing = false;
-	pthread_cond_broadcast(&d->pause_cond);
-	while (d->paused > 0)     /* all out, so a next pause counts afresh */
-		pthread_cond_wait(&d->pause_cond, &d->pause_lock);
-	pthread_mutex_unlock(&d->pause_lock);
+	pthread_mutex_lock(&u->pause_lock);
+	u->pausing = false;
+	pthread_cond_broadcast(&u->pause_cond);
+	while (u->paused > 0)     /* all out, so a next pause counts afresh */
+		pthread_cond_wait(&u->pause_cond, &u->pause_lock);
+	pthread_mutex_unlock(&u->pause_lock);
 }
 
 /* ---- the threads ------------------------------------------------------------ */
@@ -291,12 +294,12 @@ void jk_workers_resume(struct jakirod *d)
 static void *worker_main(void *arg)
 {
 	struct jk_worker *w = arg;
-	struct jakirod *d = w->d;
+	struct jk_user *u = w->u;
 	struct epoll_event evs[64];
-	uint64_t poll_ns = (uint64_t)d->conf->poll_us * 1000, last_event = 0;
+	uint64_t poll_ns = (uint64_t)u->up.conf->poll_us * 1000, last_event = 0;
 	bool polling = false;
 
-	while (!__atomic_load_n(&d->stop, __ATOMIC_ACQUIRE)) {
+	while (!__atomic_load_n(&u->stop, __ATOMIC_ACQUIRE)) {
 		/* With poll_us, a thread that just had work polls (timeout 0)
 		 * instead of sleeping, until poll_us pass without an event: the
 		 * next packet then finds it awake, without a wake-up's latency
@@ -334,11 +337,11 @@ static void *worker_main(void *arg)
 			case EV_SHAPER: {
 				uint64_t ticks;
 
-				if (read(d->shaper_fd, &ticks, sizeof(ticks)) < 0 && errno != EAGAIN)
+				if (read(u->shaper_fd, &ticks, sizeof(ticks)) < 0 && errno != EAGAIN)
 					perror("jakirod: shaper timer");
-				pthread_mutex_lock(&d->dp_lock);
-				d->shaper_armed_ns = 0;     /* fired: arm again */
-				pthread_mutex_unlock(&d->dp_lock);
+				pthread_mutex_lock(u->up.dp_lock);
+				u->shaper_armed_ns = 0;     /* fired: arm again */
+				pthread_mutex_unlock(u->up.dp_lock);
 				release_held(w);
 				break;
 			}
@@ -355,28 +358,28 @@ static int watch(int epfd, int fd, uint64_t data)
 	return epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev) < 0 ? -errno : 0;
 }
 
-int jk_loop_watch_vnic(struct jakirod *d, uint16_t id)
+int jk_workers_watch_vnic(struct jk_user *u, uint16_t id)
 {
-	for (unsigned t = 0; t < d->n_workers; t++) {
-		int fd = jk_port_rx_fd(&d->vnics[id].port, t), r;
+	for (unsigned t = 0; t < u->n_workers; t++) {
+		int fd = jk_port_rx_fd(&u->ports[id], t), r;
 
-		d->workers[t]->share[id] = (struct jk_vnic_share){ 0 };   /* a new vNIC owes nothing */
+		u->workers[t]->share[id] = (struct jk_vnic_share){ 0 };   /* a new vNIC owes nothing */
 
-		if (fd >= 0 && (r = watch(d->workers[t]->epfd, fd, EV(EV_VNIC, id)))) {
-			jk_loop_unwatch_vnic(d, id);
+		if (fd >= 0 && (r = watch(u->workers[t]->epfd, fd, EV(EV_VNIC, id)))) {
+			jk_workers_unwatch_vnic(u, id);
 			return r;
 		}
 	}
 	return 0;
 }
 
-void jk_loop_unwatch_vnic(struct jakirod *d, uint16_t id)
+void jk_workers_unwatch_vnic(struct jk_user *u, uint16_t id)
 {
-	for (unsigned t = 0; t < d->n_workers; t++) {
-		int fd = jk_port_rx_fd(&d->vnics[id].port, t);
+	for (unsigned t = 0; t < u->n_workers; t++) {
+		int fd = jk_port_rx_fd(&u->ports[id], t);
 
 		if (fd >= 0)
-			epoll_ctl(d->workers[t]->epfd, EPOLL_CTL_DEL, fd, NULL);
+			epoll_ctl(u->workers[t]->epfd, EPOLL_CTL_DEL, fd, NULL);
 	}
 }
 
@@ -389,8 +392,10 @@ static void worker_free(struct jk_worker *w)
 	free(w);
 }
 
-int jk_workers_start(struct jakirod *d, unsigned n, char *err, size_t errlen)
+int jk_workers_start(struct jk_user *u, char *err, size_t errlen)
 {
+	unsigned n = u->n_threads;
+
 	/* Set up every thread's epoll first (vNICs already up are watched by
 	 * all), then start them. */
 	for (unsigned t = 0; t < n; t++) {
@@ -400,74 +405,74 @@ int jk_workers_start(struct jakirod *d, unsigned n, char *err, size_t errlen)
 			snprintf(err, errlen, "threads: out of memory");
 			goto fail;
 		}
-		w->d = d;
+		w->u = u;
 		w->idx = t;
 		w->epfd = epoll_create1(EPOLL_CLOEXEC);
 		w->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-		d->workers[d->n_workers++] = w;
+		u->workers[u->n_workers++] = w;
 		if (w->epfd < 0 || w->wake_fd < 0 || watch(w->epfd, w->wake_fd, EV(EV_WAKE, 0)) ||
-		    watch(w->epfd, d->underlay.rx_fd[t], EV(EV_UNDERLAY, 0)) ||
-		    (t == 0 && watch(w->epfd, d->shaper_fd, EV(EV_SHAPER, 0)))) {
+		    watch(w->epfd, u->underlay.rx_fd[t], EV(EV_UNDERLAY, 0)) ||
+		    (t == 0 && watch(w->epfd, u->shaper_fd, EV(EV_SHAPER, 0)))) {
 			snprintf(err, errlen, "threads: epoll: %s", strerror(errno));
 			goto fail;
 		}
 	}
 	for (uint16_t id = 0; id < JK_MAX_VNICS; id++)
-		if (jk_vnic_is_up(d, id) && jk_loop_watch_vnic(d, id)) {
-			snprintf(err, errlen, "threads: cannot poll vNIC %s: %s", d->vnics[id].conf.name,
+		if (jk_dp_vnic(u->up.dp, id) && jk_workers_watch_vnic(u, id)) {
+			snprintf(err, errlen, "threads: cannot poll vNIC %s: %s", u->up.dp->vnics[id].cfg.name,
 				 strerror(errno));
 			goto fail;
 		}
 	for (unsigned t = 0; t < n; t++) {
-		int r = pthread_create(&d->workers[t]->tid, NULL, worker_main, d->workers[t]);
+		int r = pthread_create(&u->workers[t]->tid, NULL, worker_main, u->workers[t]);
 
 		if (r) {
 			snprintf(err, errlen, "threads: cannot start thread %u: %s", t, strerror(r));
-			__atomic_store_n(&d->stop, true, __ATOMIC_RELEASE);
+			__atomic_store_n(&u->stop, true, __ATOMIC_RELEASE);
 			for (unsigned k = 0; k < t; k++) {
-				wake(d->workers[k]);
-				pthread_join(d->workers[k]->tid, NULL);
+				wake(u->workers[k]);
+				pthread_join(u->workers[k]->tid, NULL);
 			}
-			d->n_workers = n;
+			u->n_workers = n;
 			goto fail;
 		}
 	}
 	/* Each packet on the CPU it arrives on (steer.c): thread t on CPU t,
 	 * underlay socket t for datagrams received on CPU t.  Refused, the
 	 * kernel's flow hash spreads them as before. */
-	if (d->steer_fd >= 0) {
-		int r = jk_steer_underlay(d->underlay.rx_fd[0]);
+	if (u->steer_fd >= 0) {
+		int r = jk_steer_underlay(u->underlay.rx_fd[0]);
 
 		for (unsigned t = 0; t < n && !r; t++)
-			r = jk_steer_pin(d->workers[t]->tid, t);
+			r = jk_steer_pin(u->workers[t]->tid, t);
 		if (r)
 			fprintf(stderr, "jakirod: steering by CPU: %s (threads unpinned)\n", strerror(-r));
 	}
 	return 0;
 fail:
-	for (unsigned t = 0; t < d->n_workers; t++)
-		worker_free(d->workers[t]);
-	d->n_workers = 0;
+	for (unsigned t = 0; t < u->n_workers; t++)
+		worker_free(u->workers[t]);
+	u->n_workers = 0;
 	return -EINVAL;
 }
 
-void jk_workers_stop(struct jakirod *d)
+void jk_workers_stop(struct jk_user *u)
 {
-	__atomic_store_n(&d->stop, true, __ATOMIC_RELEASE);
-	for (unsigned t = 0; t < d->n_workers; t++)
-		wake(d->workers[t]);
-	for (unsigned t = 0; t < d->n_workers; t++) {
-		pthread_join(d->workers[t]->tid, NULL);
-		worker_free(d->workers[t]);
+	__atomic_store_n(&u->stop, true, __ATOMIC_RELEASE);
+	for (unsigned t = 0; t < u->n_workers; t++)
+		wake(u->workers[t]);
+	for (unsigned t = 0; t < u->n_workers; t++) {
+		pthread_join(u->workers[t]->tid, NULL);
+		worker_free(u->workers[t]);
 	}
-	d->n_workers = 0;
+	u->n_workers = 0;
 }
 
-void jk_workers_gro_stats(struct jakirod *d, struct jk_gro_stats *sum)
+void jk_workers_gro_stats(struct jk_user *u, struct jk_gro_stats *sum)
 {
 	memset(sum, 0, sizeof(*sum));
-	for (unsigned t = 0; t < d->n_workers; t++) {
-		const struct jk_gro_stats *g = &d->workers[t]->gro;
+	for (unsigned t = 0; t < u->n_workers; t++) {
+		const struct jk_gro_stats *g = &u->workers[t]->gro;
 
 		sum->reads += g->reads;
 		sum->datagrams += g->datagrams;

@@ -2,8 +2,9 @@
  * (jk_ctl_handle in daemon/ctl.c, the changes in apply.c, the parsers in
  * conf.c) on arbitrary requests, one JSON request per input line, against
  * a daemon with a real core (daemon/conf + core/dp) and the OS left out:
- * ports, netlink and the datapath threads are stubs below (a TAP is never
- * created).  The state file goes to a private temporary file.
+ * the datapath is a stub provider of daemon/dpif.h standing in for the
+ * user datapath (no port, no thread: a TAP is never created), and netlink
+ * is stubbed.  The state file goes to a private temporary file.
  *
  * After every request: the reply is {"ok": true, ...} or {"ok": false,
  * "error": "..."} (never anything else); the daemon's vNICs and the core's
@@ -22,10 +23,11 @@
 
 #include "core/dp.h"
 #include "core/hash.h"
+#include "daemon/apply.h"
 #include "daemon/conf.h"
-#include "daemon/ebpf.h"
+#include "daemon/ctl.h"
+#include "daemon/dpif.h"
 #include "daemon/jakirod.h"
-#include "daemon/cplane.h"
 #include "daemon/nl.h"
 #include "daemon/port.h"
 
@@ -33,49 +35,101 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 /* ---- the OS, left out ---------------------------------------------------- */
 
-static const struct jk_port_ops stub_ops = { .name = "stub" };
+int jk_netns_open(const char *name_or_path) { return -ENOENT; }
+int jk_nl_in_netns(int netns_fd, int (*fn)(void *arg), void *arg) { return -ENOENT; }
+int jk_nl_link_setup(const char *ifname, const char *newname, const uint8_t *mac, uint16_t mtu) { return 0; }
 
-int jk_port_open(struct jk_port *p, const struct jk_vnic_conf *v, uint8_t prefix_len, unsigned queues, char *err,
-		 size_t errlen)
+uint64_t jk_loop_ev_ctl_conn(unsigned slot) { return slot; }
+
+static uint64_t fake_now = 1000000000ull;
+uint64_t jk_now_ns(void) { return fake_now += 1000; }
+
+/* ---- the datapath, a stub provider (no ports, no threads) ------------------ */
+
+static const struct jk_port_ops stub_port_ops = { .name = "stub" };
+
+static void stub_core_params(struct jk_dp_params *p) { (void)p; }
+
+static int stub_open(const struct jk_conf *conf, struct jk_dp *dp, pthread_mutex_t *dp_lock, struct jk_dpif **out,
+		     char *err, size_t errlen)
+{
+	struct jk_dpif *dpif = calloc(1, sizeof(*dpif));
+
+	if (!dpif)
+		abort();
+	*dpif = (struct jk_dpif){ .class = &jk_dpif_user, .conf = conf, .dp = dp, .dp_lock = dp_lock };
+	*out = dpif;
+	return 0;
+}
+
+static void stub_close(struct jk_dpif *dpif) { free(dpif); }
+
+static void stub_describe(const struct jk_dpif *dpif, char *buf, size_t len) { snprintf(buf, len, "stub"); }
+
+static int stub_port_open(struct jk_dpif *dpif, const struct jk_vnic_conf *v, uint8_t prefix_len, struct jk_port *p,
+			  char *err, size_t errlen)
 {
 	memset(p, 0, sizeof(*p));
-	p->ops = &stub_ops;
+	p->ops = &stub_port_ops;
 	for (unsigned i = 0; i < JK_MAX_THREADS; i++)
 		p->fds[i] = -1;
 	snprintf(p->ifname, sizeof(p->ifname), "%s", v->ifname);
 	return 0;
 }
 
-void jk_port_close(struct jk_port *p) { p->n_fds = 0; }
-int jk_loop_watch_vnic(struct jakirod *d, uint16_t id) { return 0; }
-void jk_loop_unwatch_vnic(struct jakirod *d, uint16_t id) { }
-uint64_t jk_loop_ev_ctl_conn(unsigned slot) { return slot; }
-void jk_workers_pause(struct jakirod *d) { }
-void jk_workers_resume(struct jakirod *d) { }
-int jk_steer_tap(int tap_fd, int prog_fd) { return 0; }
-void jk_workers_gro_stats(struct jakirod *d, struct jk_gro_stats *sum) { memset(sum, 0, sizeof(*sum)); }
-int jk_netns_open(const char *name_or_path) { return -ENOENT; }
-int jk_nl_in_netns(int netns_fd, int (*fn)(void *arg), void *arg) { return -ENOENT; }
-int jk_nl_link_setup(const char *ifname, const char *newname, const uint8_t *mac, uint16_t mtu) { return 0; }
+static void stub_port_close(struct jk_dpif *dpif, struct jk_port *p) { p->n_fds = 0; }
+static int stub_vnic_attach(struct jk_dpif *dpif, uint16_t id, struct jk_port *p, char *err, size_t errlen) { return 0; }
+static void stub_vnic_detach(struct jk_dpif *dpif, uint16_t id) { }
+static void stub_snapshot(struct jk_dpif *dpif, struct jk_dp_snapshot *snap) { jk_dp_snapshot(dpif->dp, snap); }
+static void stub_underlay_stats(struct jk_dpif *dpif, struct jk_dpif_underlay_stats *st) { }
 
-static uint64_t fake_now = 1000000000ull;
-uint64_t jk_now_ns(void) { return fake_now += 1000; }
-/* No cluster control plane here (no etcd in the configuration). */
-int jk_cplane_claim(struct jakirod *d, const struct jk_vnic_conf *v, char *err, size_t errlen) { return 0; }
-void jk_cplane_release(struct jakirod *d, const struct jk_vnic_conf *v) { }
-void jk_cplane_fetch_policy(struct jakirod *d, const struct jk_vnic_conf *v) { }
-json_t *jk_cplane_stats_json(struct jakirod *d) { return json_null(); }
-/* The user datapath only: d->ebpf stays NULL, these are never called. */
-int jk_port_open_kernel(struct jk_port *p, const struct jk_vnic_conf *v, uint8_t prefix_len, bool adopt, char *err,
-			size_t errlen) { return -ENOSYS; }
-bool jk_ebpf_adoptable(struct jakirod *d, const char *ifname) { return false; }
-int jk_ebpf_vnic_attach(struct jakirod *d, uint16_t id, char *err, size_t errlen) { return -ENOSYS; }
-void jk_ebpf_vnic_detach(struct jakirod *d, uint16_t id) { }
-void jk_ebpf_vnic_update(struct jakirod *d, uint16_t id) { }
-void jk_ebpf_vlt_sync(struct jakirod *d, uint32_t vni, uint32_t ip) { }
-void jk_ebpf_sync_counters(struct jakirod *d) { }
-int jk_ebpf_underlay_stats(struct jakirod *d, uint64_t *rx_errors, uint64_t *rx_dropped) { return -ENOSYS; }
-unsigned jk_ebpf_rcft_copy(struct jakirod *d, struct jk_rcft_entry *out, unsigned max) { return 0; }
+static unsigned stub_rcft_copy(struct jk_dpif *dpif, struct jk_rcft_entry *out, unsigned max)
+{
+	const struct jk_rcft_entry *e;
+	uint32_t pos = 0;
+	unsigned n = 0;
+
+	pthread_mutex_lock(dpif->dp_lock);
+	while (n < max && (e = jk_dp_rcft_next(dpif->dp, &pos)))
+		out[n++] = *e;
+	pthread_mutex_unlock(dpif->dp_lock);
+	return n;
+}
+
+static const char *stub_vnic_device(const struct jk_dpif *dpif, const struct jk_vnic_conf *v) { return "tap"; }
+
+/* The config names "user": the stub stands in for it (and for ebpf,
+ * which dpif.c's picker names too). */
+const struct jk_dpif_class jk_dpif_user = {
+	.name = "user",
+	.core_params = stub_core_params,
+	.open = stub_open,
+	.close = stub_close,
+	.describe = stub_describe,
+	.port_open = stub_port_open,
+	.port_close = stub_port_close,
+	.vnic_attach = stub_vnic_attach,
+	.vnic_detach = stub_vnic_detach,
+	.snapshot = stub_snapshot,
+	.underlay_stats = stub_underlay_stats,
+	.rcft_copy = stub_rcft_copy,
+	.vnic_device = stub_vnic_device,
+};
+const struct jk_dpif_class jk_dpif_ebpf = {
+	.name = "ebpf",
+	.core_params = stub_core_params,
+	.open = stub_open,
+	.close = stub_close,
+	.describe = stub_describe,
+	.port_open = stub_port_open,
+	.port_close = stub_port_close,
+	.vnic_attach = stub_vnic_attach,
+	.vnic_detach = stub_vnic_detach,
+	.snapshot = stub_snapshot,
+	.underlay_stats = stub_underlay_stats,
+	.rcft_copy = stub_rcft_copy,
+	.vnic_device = stub_vnic_device,
+};
 
 /* ---- the daemon ---------------------------------------------------------- */
 
@@ -113,7 +167,9 @@ static struct jakirod *daemon_new(void)
 	if (jk_dp_init(d->dp, &params))
 		abort();
 	pthread_mutex_init(&d->dp_lock, NULL);
-	d->epfd = d->ctl_fd = d->timer_fd = d->shaper_fd = d->steer_fd = -1;
+	d->epfd = d->ctl_fd = d->timer_fd = -1;
+	if (jk_dpif_open(jk_dpif_class_of(d->conf->datapath), d->conf, d->dp, &d->dp_lock, &d->dpif, err, sizeof(err)))
+		abort();
 	if (jk_apply_initial(d, err, sizeof(err)) || jk_persist(d, -1, err, sizeof(err)))
 		abort();
 	return d;
@@ -122,6 +178,7 @@ static struct jakirod *daemon_new(void)
 static void daemon_free(struct jakirod *d)
 {
 	jk_vnics_close_all(d);
+	jk_dpif_close(d->dpif);
 	jk_dp_fini(d->dp);
 	pthread_mutex_destroy(&d->dp_lock);
 	free(d->dp);
@@ -157,10 +214,10 @@ static void check(struct jakirod *d)
 			__builtin_trap();
 		if (!jk_vnic_is_up(d, i))
 			continue;
-		if (strcmp(d->vnics[i].conf.name, d->dp->vnics[i].cfg.name) != 0)
+		if (strcmp(d->vnics[i].name, d->dp->vnics[i].cfg.name) != 0)
 			__builtin_trap();
-		quotas += d->vnics[i].conf.qp_quota;
-		reserves += d->vnics[i].conf.nft_reserve;
+		quotas += d->vnics[i].qp_quota;
+		reserves += d->vnics[i].nft_reserve;
 	}
 	if (quotas > JK_RCFT_ENTRIES || reserves > JK_NFT_ENTRIES)
 		__builtin_trap();

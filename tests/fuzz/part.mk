@@ -28,8 +28,9 @@ $(FUZZ_DIR)/fuzz-conf: tests/fuzz/fuzz-conf.c src/daemon/conf.c src/util/units.c
 	$(FUZZ_CC) $(FUZZ_CFLAGS) tests/fuzz/fuzz-conf.c src/daemon/conf.c src/util/units.c $(wildcard src/cplane/*.c) $(CORE_SRCS) -ljansson -lcurl -o $@
 
 # The control-socket request handler: ctl.c, apply.c and conf.c over the
-# core, with the OS (ports, netlink, threads) stubbed in the harness.
-FUZZ_CTL_SRCS := src/daemon/ctl.c src/daemon/apply.c src/daemon/conf.c src/util/units.c $(wildcard src/cplane/*.c)
+# core and the datapath interface (dpif.c), with the datapath a stub
+# provider and netlink stubbed in the harness.
+FUZZ_CTL_SRCS := src/daemon/ctl.c src/daemon/apply.c src/daemon/dpif.c src/daemon/conf.c src/util/units.c $(wildcard src/cplane/*.c)
 $(FUZZ_DIR)/fuzz-ctl: tests/fuzz/fuzz-ctl.c $(FUZZ_CTL_SRCS) $(CORE_SRCS) $(wildcard src/daemon/*.h src/core/*.h src/pipeline/*.h)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) tests/fuzz/fuzz-ctl.c $(FUZZ_CTL_SRCS) $(CORE_SRCS) -ljansson -lcurl -lpthread -o $@

@@ -1,7 +1,14 @@
-/* ebpf.c — the kernel fast path's provider: loads src/bpf/jakiro.bpf.c
- * (its skeleton, built by bpftool), hooks devices with tcx links, and
- * mirrors the core's vNICs and VLT into the maps of bpf/fastpath.h. */
-#include "daemon/ebpf.h"
+/* dpif_ebpf.c — the kernel fast path, one provider of dpif.h
+ * (docs/fastpath.md): jakirod loads the programs of src/bpf/jakiro.bpf.c
+ * (its skeleton, built by bpftool), creates the collect_md vxlan device,
+ * hooks every vNIC's host-side device with a tcx link, and mirrors the
+ * core's vNICs and VLT into the maps of bpf/fastpath.h.  The core stays
+ * the control plane's truth: every change is applied there first and
+ * mirrored here (vnic_attach, vnic_update, vlt_changed), under dp_lock.
+ * The kernel forwards; jakirod only reads counters back into the core and
+ * ages the RCFT.  No threads: nothing to pause.
+ */
+#include "daemon/dpif.h"
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -17,6 +24,7 @@
 #include <sys/socket.h>
 #include <stdarg.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,7 +38,6 @@
 #include "bpf/fastpath.h"
 #include "core/rcft.h"
 #include "core/vlt.h"
-#include "daemon/jakirod.h"
 #include "daemon/nl.h"
 #include "jakiro.skel.h"
 
@@ -38,10 +45,16 @@
  * no BPF_TCX_*: the kernel's values (docs/datapath.md). */
 #define JK_BPF_TCX_INGRESS 46
 
+#define JK_EBPF_VXLAN_DEV "jk-vxlan"
+#define JK_EBPF_SHAPER_DEV "jk-shape"      /* egress htb (docs/fastpath.md, "Isolation") */
+#define JK_EBPF_SHAPER_PEER "jk-shape-r"
+
 _Static_assert(JK_FP_VNICS == JK_MAX_VNICS, "one vNIC id space for core and the maps");
 _Static_assert(JK_FP_RCFT_MAX == JK_RCFT_ENTRIES, "the RCFT holds what the quotas add up to");
 
 struct jk_ebpf {
+	struct jk_dpif up;                 /* first: the interface's view (dp, dp_lock, conf) */
+	struct jk_port ports[JK_MAX_VNICS]; /* each attached vNIC's device (no queues: the kernel forwards) */
 	struct jakiro_bpf *skel;
 	char pin_dir[128];                 /* BPFFS/jakiro/<netns inode>-<host> */
 	bool adopting;                     /* a killed jakirod's pins were there: taking them over */
@@ -54,7 +67,16 @@ struct jk_ebpf {
 	uint32_t *rc_live;                 /* jk_rc_live, mapped */
 	int ncpus;
 	struct jk_fp_counters *percpu;     /* a lookup's buffer: one value per CPU */
+	uint32_t rcft_entries;             /* the RCFT's entries, as of the last sync_counters */
+	uint64_t decapped_here;            /* frames jk_underlay_decap decapsulated itself, same */
 };
+
+_Static_assert(offsetof(struct jk_ebpf, up) == 0, "a struct jk_dpif * is its struct jk_ebpf *");
+
+static struct jk_ebpf *ebpf_of(struct jk_dpif *dpif)
+{
+	return (struct jk_ebpf *)dpif;
+}
 
 static void rcft_sweep(struct jk_ebpf *e, uint32_t id, uint64_t idle_ns);
 
@@ -189,13 +211,13 @@ static int map_fd(const struct bpf_map *m)
 	return bpf_map__fd(m);
 }
 
-static int host_write(struct jakirod *d)
+static int host_write(struct jk_ebpf *e)
 {
-	struct jk_fp_host h = { .vtep = d->conf->vtep, .vxlan_ifindex = d->ebpf->vxlan_ifindex, .ttl = JK_VXLAN_TTL,
-				.shaper_ifindex = d->ebpf->shaper_ifindex };
+	struct jk_fp_host h = { .vtep = e->up.conf->vtep, .vxlan_ifindex = e->vxlan_ifindex, .ttl = JK_VXLAN_TTL,
+				.shaper_ifindex = e->shaper_ifindex };
 	uint32_t zero = 0;
 
-	return bpf_map_update_elem(map_fd(d->ebpf->skel->maps.jk_host), &zero, &h, BPF_ANY) ? -errno : 0;
+	return bpf_map_update_elem(map_fd(e->skel->maps.jk_host), &zero, &h, BPF_ANY) ? -errno : 0;
 }
 
 /* Pins every table in the pin directory (an existing pin is reused by
@@ -309,7 +331,12 @@ static int shaper_open(struct jk_ebpf *e, char *err, size_t errlen)
 	return r;
 }
 
-int jk_ebpf_open(struct jakirod *d, char *err, size_t errlen)
+static void ebpf_destroy(struct jk_ebpf *e);
+
+/* Loads the programs (the verifier's refusal is the message), creates
+ * the vxlan device and hooks it.  Nothing is left behind on failure. */
+static int ebpf_open(const struct jk_conf *conf, struct jk_dp *dp, pthread_mutex_t *dp_lock, struct jk_dpif **out,
+		     char *err, size_t errlen)
 {
 	struct jk_ebpf *e = calloc(1, sizeof(*e));
 	size_t mmap_len = JK_FP_VNICS * sizeof(uint32_t);
@@ -326,7 +353,7 @@ int jk_ebpf_open(struct jakirod *d, char *err, size_t errlen)
 	e->underlay_link = e->check_link = e->shaper_link = -1;
 	e->ncpus = libbpf_num_possible_cpus();
 	e->percpu = e->ncpus > 0 ? calloc((size_t)e->ncpus, sizeof(*e->percpu)) : NULL;
-	d->ebpf = e;
+	e->up = (struct jk_dpif){ .class = &jk_dpif_ebpf, .conf = conf, .dp = dp, .dp_lock = dp_lock };
 	verifier_log_len = 0;
 	verifier_log[0] = '\0';
 	libbpf_set_print(libbpf_log);
@@ -335,7 +362,7 @@ int jk_ebpf_open(struct jakirod *d, char *err, size_t errlen)
 		r = -ENOMEM;
 		goto fail;
 	}
-	if ((r = pin_dir_make(e, d->conf->host, err, errlen)) || (r = programs_load(e, err, errlen)))
+	if ((r = pin_dir_make(e, conf->host, err, errlen)) || (r = programs_load(e, err, errlen)))
 		goto fail;
 	e->rc_live = mmap(NULL, mmap_len, PROT_READ | PROT_WRITE, MAP_SHARED, map_fd(e->skel->maps.jk_rc_live), 0);
 	if (e->rc_live == MAP_FAILED) {
@@ -355,7 +382,7 @@ int jk_ebpf_open(struct jakirod *d, char *err, size_t errlen)
 	if (!e->vxlan_ifindex) {
 		jk_nl_link_del(JK_EBPF_VXLAN_DEV);
 		r = jk_nl_vxlan_add(JK_EBPF_VXLAN_DEV, JK_UDP_PORT_VXLAN,
-				    (uint16_t)(d->conf->underlay_mtu - JK_VXLAN_OVERHEAD));
+				    (uint16_t)(conf->underlay_mtu - JK_VXLAN_OVERHEAD));
 		if (r == 0)
 			r = jk_nl_link_setup(JK_EBPF_VXLAN_DEV, NULL, NULL, 0);
 		if (r) {
@@ -365,7 +392,7 @@ int jk_ebpf_open(struct jakirod *d, char *err, size_t errlen)
 		}
 		e->vxlan_ifindex = if_nametoindex(JK_EBPF_VXLAN_DEV);
 	}
-	if ((r = shaper_open(e, err, errlen)) || (r = host_write(d))) {
+	if ((r = shaper_open(e, err, errlen)) || (r = host_write(e))) {
 		if (!r)
 			snprintf(err, errlen, "datapath: ebpf: cannot write jk_host: %s", strerror(-r));
 		goto fail;
@@ -380,7 +407,7 @@ int jk_ebpf_open(struct jakirod *d, char *err, size_t errlen)
 	}
 	/* The outer checks on the device that holds the VTEP address (none:
 	 * the VTEP is reached otherwise, and the kernel's vxlan checks alone). */
-	if ((ifx = vtep_ifindex(d->conf->vtep))) {
+	if ((ifx = vtep_ifindex(conf->vtep))) {
 		snprintf(path, sizeof(path), "%s/link-check", e->pin_dir);
 		e->check_link = tcx_hook(bpf_program__fd(e->skel->progs.jk_underlay_decap), ifx, path);
 		if (e->check_link < 0) {
@@ -391,23 +418,26 @@ int jk_ebpf_open(struct jakirod *d, char *err, size_t errlen)
 		}
 	} else {
 		fprintf(stderr, "jakirod: %s: no device holds the VTEP address: VxLAN header checks left to the "
-				"kernel's vxlan (uncounted)\n", d->conf->host);
+				"kernel's vxlan (uncounted)\n", conf->host);
 	}
 	if (e->adopting)
-		fprintf(stderr, "jakirod: %s: took over the kernel fast path left in %s\n", d->conf->host, e->pin_dir);
+		fprintf(stderr, "jakirod: %s: took over the kernel fast path left in %s\n", conf->host, e->pin_dir);
+	*out = &e->up;
 	return 0;
 fail:
-	jk_ebpf_close(d);
+	ebpf_destroy(e);
 	return r;
 }
 
-bool jk_ebpf_adoptable(struct jakirod *d, const char *ifname)
+/* At start: a device `ifname` left by a killed jakirod on this datapath,
+ * whose vNIC comes back: taken over, not made anew. */
+static bool adoptable(const struct jk_ebpf *e, const char *ifname)
 {
 	char path[PATH_MAX];
 
-	if (!d->ebpf || !d->ebpf->adopting)
+	if (!e->adopting)
 		return false;
-	link_pin_path(d->ebpf, 'v', ifname, path, sizeof(path));
+	link_pin_path(e, 'v', ifname, path, sizeof(path));
 	return access(path, F_OK) == 0;
 }
 
@@ -415,9 +445,8 @@ bool jk_ebpf_adoptable(struct jakirod *d, const char *ifname)
  * that the configuration no longer has): unhooked, and a veth jakirod
  * made removed.  Maps an earlier build pinned that these programs do not
  * have are unpinned. */
-void jk_ebpf_sweep_leftovers(struct jakirod *d)
+static void sweep_leftovers(struct jk_ebpf *e)
 {
-	struct jk_ebpf *e = d->ebpf;
 	DIR *dir = opendir(e->pin_dir);
 	struct dirent *de;
 
@@ -433,13 +462,13 @@ void jk_ebpf_sweep_leftovers(struct jakirod *d)
 			snprintf(path, sizeof(path), "%s/%s", e->pin_dir, de->d_name);
 			if (unlink(path) == 0)
 				fprintf(stderr, "jakirod: %s: unpinned %s, a map an earlier build left\n",
-					d->conf->host, de->d_name);
+					e->up.conf->host, de->d_name);
 			continue;
 		}
 		if (strncmp(de->d_name, "link-", 5) != 0 || strlen(de->d_name) < 8 || de->d_name[6] != '-')
 			continue;
 		for (unsigned i = 0; i < JK_MAX_VNICS && !used; i++)
-			used = jk_vnic_is_up(d, i) && strcmp(d->vnics[i].port.ifname, ifname) == 0;
+			used = jk_dp_vnic(e->up.dp, (uint16_t)i) && strcmp(e->ports[i].ifname, ifname) == 0;
 		if (used)
 			continue;
 		snprintf(path, sizeof(path), "%s/%s", e->pin_dir, de->d_name);
@@ -451,13 +480,11 @@ void jk_ebpf_sweep_leftovers(struct jakirod *d)
 	e->adopting = false;
 }
 
-void jk_ebpf_close(struct jakirod *d)
+/* Unhooks everything and removes the vxlan device. */
+static void ebpf_destroy(struct jk_ebpf *e)
 {
-	struct jk_ebpf *e = d->ebpf;
 	char path[PATH_MAX];
 
-	if (!e)
-		return;
 	for (unsigned i = 0; i < JK_MAX_VNICS; i++)
 		if (e->vnic_link[i] >= 0)
 			close(e->vnic_link[i]);
@@ -490,13 +517,12 @@ void jk_ebpf_close(struct jakirod *d)
 	jakiro_bpf__destroy(e->skel);
 	free(e->percpu);
 	free(e);
-	d->ebpf = NULL;
 }
 
-static void vnic_value(struct jakirod *d, uint16_t id, struct jk_fp_vnic *fv)
+static void vnic_value(struct jk_ebpf *e, uint16_t id, struct jk_fp_vnic *fv)
 {
-	const struct jk_vnic *v = jk_dp_vnic(d->dp, id);
-	const struct jk_vnic_rt *rt = &d->vnics[id];
+	const struct jk_vnic *v = jk_dp_vnic(e->up.dp, id);
+	const struct jk_port *port = &e->ports[id];
 
 	memset(fv, 0, sizeof(*fv));
 	if (!v)
@@ -504,8 +530,8 @@ static void vnic_value(struct jakirod *d, uint16_t id, struct jk_fp_vnic *fv)
 	fv->in_use = 1;
 	fv->vni = v->cfg.vni;
 	fv->ip = v->cfg.ip;
-	fv->ifindex = if_nametoindex(rt->port.ifname);
-	fv->deliver = rt->port.made_link ? JK_FP_DELIVER_PEER : JK_FP_DELIVER_XMIT;
+	fv->ifindex = if_nametoindex(port->ifname);
+	fv->deliver = port->made_link ? JK_FP_DELIVER_PEER : JK_FP_DELIVER_XMIT;
 	fv->qp_quota = v->cfg.qp_quota;
 	fv->mtu = v->cfg.mtu;
 	memcpy(fv->mac, v->cfg.mac, JK_ETH_ALEN);
@@ -616,11 +642,10 @@ static void egress_classes_del(struct jk_ebpf *e, uint16_t id)
 
 /* vNIC id's DHTBs, as the core has them: the program's buckets (fresh,
  * full) and the htb classes that hold its TCP. */
-static void vnic_shape(struct jakirod *d, uint16_t id)
+static void vnic_shape(struct jk_ebpf *e, uint16_t id)
 {
-	struct jk_ebpf *e = d->ebpf;
-	const struct jk_vnic *v = jk_dp_vnic(d->dp, id);
-	unsigned ifindex = if_nametoindex(d->vnics[id].port.ifname);
+	const struct jk_vnic *v = jk_dp_vnic(e->up.dp, id);
+	unsigned ifindex = if_nametoindex(e->ports[id].ifname);
 	uint64_t now = monotonic_ns();
 	int r = 0;
 
@@ -653,90 +678,6 @@ static void vnic_shape(struct jakirod *d, uint16_t id)
 	}
 }
 
-int jk_ebpf_vnic_attach(struct jakirod *d, uint16_t id, char *err, size_t errlen)
-{
-	struct jk_ebpf *e = d->ebpf;
-	struct jk_fp_vnic fv;
-	uint32_t key = id, ifindex;
-	char path[PATH_MAX];
-	int r;
-
-	vnic_value(d, id, &fv);
-	ifindex = fv.ifindex;
-	if (!ifindex) {
-		snprintf(err, errlen, "ifname: \"%s\" is gone", d->vnics[id].port.ifname);
-		return -ENODEV;
-	}
-	rcft_flush(e, id);
-	memset(e->percpu, 0, (size_t)e->ncpus * sizeof(*e->percpu));
-	if (bpf_map_update_elem(map_fd(e->skel->maps.jk_counters), &key, e->percpu, BPF_ANY) ||
-	    bpf_map_update_elem(map_fd(e->skel->maps.jk_vnics), &key, &fv, BPF_ANY) ||
-	    bpf_map_update_elem(map_fd(e->skel->maps.jk_ports), &ifindex, &key, BPF_ANY)) {
-		r = -errno;
-		snprintf(err, errlen, "datapath: ebpf: cannot write the vNIC's entries: %s", strerror(-r));
-		goto fail;
-	}
-	jk_ebpf_vlt_sync(d, fv.vni, fv.ip);
-	link_pin_path(e, fv.deliver == JK_FP_DELIVER_PEER ? 'v' : 'x', d->vnics[id].port.ifname, path, sizeof(path));
-	vnic_shape(d, id);
-	e->vnic_link[id] = tcx_hook(bpf_program__fd(e->skel->progs.jk_from_vnic), ifindex, path);
-	if (e->vnic_link[id] < 0) {
-		r = e->vnic_link[id];
-		snprintf(err, errlen, "ifname: cannot hook \"%s\" (tcx ingress): %s", d->vnics[id].port.ifname,
-			 strerror(-r));
-		goto fail;
-	}
-	return 0;
-fail:
-	e->vnic_link[id] = -1;
-	bpf_map_delete_elem(map_fd(e->skel->maps.jk_ports), &ifindex);
-	memset(&fv, 0, sizeof(fv));
-	bpf_map_update_elem(map_fd(e->skel->maps.jk_vnics), &key, &fv, BPF_ANY);
-	return r;
-}
-
-void jk_ebpf_vnic_detach(struct jakirod *d, uint16_t id)
-{
-	struct jk_ebpf *e = d->ebpf;
-	struct jk_fp_vnic fv, none = { 0 };
-	uint32_t key = id;
-
-	char path[PATH_MAX];
-
-	if (bpf_map_lookup_elem(map_fd(e->skel->maps.jk_vnics), &key, &fv) == 0 && fv.in_use) {
-		bpf_map_delete_elem(map_fd(e->skel->maps.jk_ports), &fv.ifindex);
-		link_pin_path(e, fv.deliver == JK_FP_DELIVER_PEER ? 'v' : 'x', d->vnics[id].port.ifname, path,
-			      sizeof(path));
-		unlink(path);
-	}
-	if (e->vnic_link[id] >= 0)
-		close(e->vnic_link[id]);
-	e->vnic_link[id] = -1;
-	bpf_map_update_elem(map_fd(e->skel->maps.jk_vnics), &key, &none, BPF_ANY);
-	rcft_flush(e, id);
-	for (unsigned dir = 0; dir < JK_DIR__COUNT; dir++) {
-		struct jk_fp_dhtb unshaped;
-		uint32_t k = (uint32_t)id * JK_DIR__COUNT + dir;
-
-		memset(&unshaped, 0, sizeof(unshaped));
-		bpf_map_update_elem(map_fd(e->skel->maps.jk_dhtb), &k, &unshaped, BPF_F_LOCK);
-	}
-	egress_classes_del(e, id);
-	if (!d->vnics[id].port.made_link && if_nametoindex(d->vnics[id].port.ifname))
-		jk_nl_qdisc_root_del(if_nametoindex(d->vnics[id].port.ifname));   /* a VM's TAP stays: its htb goes */
-}
-
-void jk_ebpf_vnic_update(struct jakirod *d, uint16_t id)
-{
-	struct jk_fp_vnic fv;
-	uint32_t key = id;
-
-	vnic_value(d, id, &fv);
-	if (fv.in_use)
-		bpf_map_update_elem(map_fd(d->ebpf->skel->maps.jk_vnics), &key, &fv, BPF_ANY);
-	vnic_shape(d, id);
-}
-
 /* One more (delta 1) or one fewer (-1) VLT entry of vni at vtep. */
 static void vtep_count(struct jk_ebpf *e, uint32_t vni, uint32_t vtep, int delta)
 {
@@ -752,26 +693,128 @@ static void vtep_count(struct jk_ebpf *e, uint32_t vni, uint32_t vtep, int delta
 		bpf_map_update_elem(fd, &k, &n, BPF_ANY);
 }
 
-void jk_ebpf_vlt_sync(struct jakirod *d, uint32_t vni, uint32_t ip)
+/* The core's VLT entry (vni, ip), as it is now, into jk_vlt (and the
+ * VTEPs' counts of jk_vteps). */
+static void vlt_sync(struct jk_ebpf *e, uint32_t vni, uint32_t ip)
 {
-	struct jk_ebpf *e = d->ebpf;
 	int fd = map_fd(e->skel->maps.jk_vlt);
-	const struct jk_vlt_entry *now = jk_vlt_lookup(&d->dp->vlt, vni, ip);
+	const struct jk_vlt_entry *now = jk_vlt_lookup(&e->up.dp->vlt, vni, ip);
 	struct jk_fp_vlt_key k = { .vni = vni, .ip = ip };
 	struct jk_fp_vlt_val was, val = { 0 };
 	bool had = bpf_map_lookup_elem(fd, &k, &was) == 0;
+	uint32_t vtep = e->up.conf->vtep;
 
 	if (now) {
 		val.vtep = now->is_local ? 0 : now->vtep;
 		val.vnic_id = now->is_local ? now->vnic_id : 0;
 		memcpy(val.mac, now->mac, JK_ETH_ALEN);
 		bpf_map_update_elem(fd, &k, &val, BPF_ANY);
-		vtep_count(e, vni, now->is_local ? d->conf->vtep : now->vtep, 1);
+		vtep_count(e, vni, now->is_local ? vtep : now->vtep, 1);
 	} else if (had) {
 		bpf_map_delete_elem(fd, &k);
 	}
 	if (had)
-		vtep_count(e, vni, was.vtep ? was.vtep : d->conf->vtep, -1);
+		vtep_count(e, vni, was.vtep ? was.vtep : vtep, -1);
+}
+
+static void ebpf_vlt_changed(struct jk_dpif *dpif, uint32_t vni, uint32_t ip)
+{
+	vlt_sync(ebpf_of(dpif), vni, ip);
+}
+
+/* vNIC id is in the core with its port: its map entries, then its
+ * device hooked. */
+static int ebpf_vnic_attach(struct jk_dpif *dpif, uint16_t id, struct jk_port *port, char *err, size_t errlen)
+{
+	struct jk_ebpf *e = ebpf_of(dpif);
+	struct jk_fp_vnic fv;
+	uint32_t key = id, ifindex;
+	char path[PATH_MAX];
+	int r;
+
+	e->ports[id] = *port;
+	vnic_value(e, id, &fv);
+	ifindex = fv.ifindex;
+	if (!ifindex) {
+		snprintf(err, errlen, "ifname: \"%s\" is gone", e->ports[id].ifname);
+		jk_port_close(&e->ports[id]);
+		return -ENODEV;
+	}
+	rcft_flush(e, id);
+	memset(e->percpu, 0, (size_t)e->ncpus * sizeof(*e->percpu));
+	if (bpf_map_update_elem(map_fd(e->skel->maps.jk_counters), &key, e->percpu, BPF_ANY) ||
+	    bpf_map_update_elem(map_fd(e->skel->maps.jk_vnics), &key, &fv, BPF_ANY) ||
+	    bpf_map_update_elem(map_fd(e->skel->maps.jk_ports), &ifindex, &key, BPF_ANY)) {
+		r = -errno;
+		snprintf(err, errlen, "datapath: ebpf: cannot write the vNIC's entries: %s", strerror(-r));
+		goto fail;
+	}
+	vlt_sync(e, fv.vni, fv.ip);
+	link_pin_path(e, fv.deliver == JK_FP_DELIVER_PEER ? 'v' : 'x', e->ports[id].ifname, path, sizeof(path));
+	vnic_shape(e, id);
+	e->vnic_link[id] = tcx_hook(bpf_program__fd(e->skel->progs.jk_from_vnic), ifindex, path);
+	if (e->vnic_link[id] < 0) {
+		r = e->vnic_link[id];
+		snprintf(err, errlen, "ifname: cannot hook \"%s\" (tcx ingress): %s", e->ports[id].ifname,
+			 strerror(-r));
+		goto fail;
+	}
+	return 0;
+fail:
+	e->vnic_link[id] = -1;
+	bpf_map_delete_elem(map_fd(e->skel->maps.jk_ports), &ifindex);
+	memset(&fv, 0, sizeof(fv));
+	bpf_map_update_elem(map_fd(e->skel->maps.jk_vnics), &key, &fv, BPF_ANY);
+	jk_port_close(&e->ports[id]);
+	return r;
+}
+
+/* Before vNIC id leaves the core: unhooked, its entries and flows gone,
+ * its device closed (a veth jakirod made is removed). */
+static void ebpf_vnic_detach(struct jk_dpif *dpif, uint16_t id)
+{
+	struct jk_ebpf *e = ebpf_of(dpif);
+	struct jk_port *port = &e->ports[id];
+	struct jk_fp_vnic fv, none = { 0 };
+	uint32_t key = id;
+
+	char path[PATH_MAX];
+
+	if (bpf_map_lookup_elem(map_fd(e->skel->maps.jk_vnics), &key, &fv) == 0 && fv.in_use) {
+		bpf_map_delete_elem(map_fd(e->skel->maps.jk_ports), &fv.ifindex);
+		link_pin_path(e, fv.deliver == JK_FP_DELIVER_PEER ? 'v' : 'x', port->ifname, path, sizeof(path));
+		unlink(path);
+	}
+	if (e->vnic_link[id] >= 0)
+		close(e->vnic_link[id]);
+	e->vnic_link[id] = -1;
+	bpf_map_update_elem(map_fd(e->skel->maps.jk_vnics), &key, &none, BPF_ANY);
+	rcft_flush(e, id);
+	for (unsigned dir = 0; dir < JK_DIR__COUNT; dir++) {
+		struct jk_fp_dhtb unshaped;
+		uint32_t k = (uint32_t)id * JK_DIR__COUNT + dir;
+
+		memset(&unshaped, 0, sizeof(unshaped));
+		bpf_map_update_elem(map_fd(e->skel->maps.jk_dhtb), &k, &unshaped, BPF_F_LOCK);
+	}
+	egress_classes_del(e, id);
+	if (!port->made_link && if_nametoindex(port->ifname))
+		jk_nl_qdisc_root_del(if_nametoindex(port->ifname));   /* a VM's TAP stays: its htb goes */
+	jk_port_close(port);
+}
+
+/* vNIC id's settings changed in the core (MTU, quota, DSCP, DHTB): the
+ * maps, and its htb classes, follow. */
+static void ebpf_vnic_update(struct jk_dpif *dpif, uint16_t id)
+{
+	struct jk_ebpf *e = ebpf_of(dpif);
+	struct jk_fp_vnic fv;
+	uint32_t key = id;
+
+	vnic_value(e, id, &fv);
+	if (fv.in_use)
+		bpf_map_update_elem(map_fd(e->skel->maps.jk_vnics), &key, &fv, BPF_ANY);
+	vnic_shape(e, id);
 }
 
 /* A shaped direction's TCP as htb has it: what its leaves let go (the
@@ -840,44 +883,71 @@ static int counters_sum(struct jk_ebpf *e, uint32_t slot, struct jk_fp_counters 
 	return 0;
 }
 
-void jk_ebpf_sync_counters(struct jakirod *d)
+/* Copies the programs' counters and RCFT fill into the core's counters,
+ * which show, stats and /metrics read.  Under dp_lock. */
+static void sync_counters(struct jk_ebpf *e)
 {
-	struct jk_ebpf *e = d->ebpf;
+	struct jk_dp *dp = e->up.dp;
 	struct jk_fp_counters sum;
 	uint32_t rcft = 0;
 	uint64_t htb_drops = 0;
 
 	for (uint16_t id = 0; id < JK_MAX_VNICS; id++) {
-		struct jk_vnic *v = jk_dp_vnic(d->dp, id);
+		struct jk_vnic *v = jk_dp_vnic(dp, id);
 
 		if (!v || counters_sum(e, id, &sum))
 			continue;
 		v->cnt = sum.v;
-		d->dp->rc_live[id] = __atomic_load_n(&e->rc_live[id], __ATOMIC_RELAXED);
-		htb_drops += dhtb_stats_sync(e, id, v, d->vnics[id].port.ifname);
-		rcft += d->dp->rc_live[id];
+		dp->rc_live[id] = __atomic_load_n(&e->rc_live[id], __ATOMIC_RELAXED);
+		htb_drops += dhtb_stats_sync(e, id, v, e->ports[id].ifname);
+		rcft += dp->rc_live[id];
 	}
 	if (counters_sum(e, JK_FP_GLOBAL, &sum) == 0) {
-		memcpy(d->dp->cnt.drops, sum.v.drops, sizeof(d->dp->cnt.drops));
-		d->dp->cnt.drops[JK_DROP_DHTB_TCP] += htb_drops;
-		d->dp->cnt.encapped = sum.encapped;
-		d->dp->cnt.decapped = sum.decapped;
-		d->dp->cnt.local_delivered = sum.local_delivered;
-		d->dp->cnt.rcft_new = sum.rcft_new;
-		d->dp->cnt.ecn_alarms = sum.ecn_alarms;
-		d->ebpf_decapped_here = sum.decapped_here;
+		memcpy(dp->cnt.drops, sum.v.drops, sizeof(dp->cnt.drops));
+		dp->cnt.drops[JK_DROP_DHTB_TCP] += htb_drops;
+		dp->cnt.encapped = sum.encapped;
+		dp->cnt.decapped = sum.decapped;
+		dp->cnt.local_delivered = sum.local_delivered;
+		dp->cnt.rcft_new = sum.rcft_new;
+		dp->cnt.ecn_alarms = sum.ecn_alarms;
+		e->decapped_here = sum.decapped_here;
 	}
-	d->ebpf_rcft_entries = rcft;
+	e->rcft_entries = rcft;
 }
 
-void jk_ebpf_age(struct jakirod *d, uint64_t idle_ns)
+static void ebpf_sync_counters(struct jk_dpif *dpif)
 {
-	rcft_sweep(d->ebpf, JK_FP_VNICS, idle_ns ? idle_ns : 1);
+	sync_counters(ebpf_of(dpif));
 }
 
-unsigned jk_ebpf_rcft_copy(struct jakirod *d, struct jk_rcft_entry *out, unsigned max)
+/* Removes RCFT entries idle for longer than rcft_idle_ms, giving back
+ * their vNIC's quota slot; then the counters. */
+static void ebpf_age(struct jk_dpif *dpif, uint64_t now_ns)
 {
-	int fd = map_fd(d->ebpf->skel->maps.jk_rcft);
+	struct jk_ebpf *e = ebpf_of(dpif);
+	uint64_t idle_ns = dpif->dp->params.rcft_idle_ns;
+
+	(void)now_ns;           /* the entries carry bpf_ktime_get_ns()'s time: rcft_sweep reads that clock */
+	rcft_sweep(e, JK_FP_VNICS, idle_ns ? idle_ns : 1);
+	sync_counters(e);
+}
+
+static void ebpf_snapshot(struct jk_dpif *dpif, struct jk_dp_snapshot *snap)
+{
+	jk_dp_snapshot(dpif->dp, snap);
+	snap->rcft_entries = ebpf_of(dpif)->rcft_entries;     /* the kernel's RCFT, not the core's (empty) */
+}
+
+static void ebpf_stats(struct jk_dpif *dpif, struct jk_dpif_stats *st)
+{
+	st->counts_decapped_here = true;
+	st->decapped_here = ebpf_of(dpif)->decapped_here;
+}
+
+/* Copies up to max entries of the kernel's RCFT, in core's layout. */
+static unsigned ebpf_rcft_copy(struct jk_dpif *dpif, struct jk_rcft_entry *out, unsigned max)
+{
+	int fd = map_fd(ebpf_of(dpif)->skel->maps.jk_rcft);
 	struct jk_fp_rc_key keys[2], *prev = NULL;   /* the walk's last key and the next */
 	struct jk_fp_rc_val val;
 	unsigned n = 0, i = 0;
@@ -900,24 +970,112 @@ unsigned jk_ebpf_rcft_copy(struct jakirod *d, struct jk_rcft_entry *out, unsigne
 	return n;
 }
 
-int jk_ebpf_underlay_stats(struct jakirod *d, uint64_t *rx_errors, uint64_t *rx_dropped)
+/* What the kernel's vxlan device dropped before the programs saw it (no
+ * I flag, malformed, RFC 6040's outer CE over inner Not-ECT): its
+ * receive errors and drops (0 if the device cannot be read). */
+static void ebpf_underlay_stats(struct jk_dpif *dpif, struct jk_dpif_underlay_stats *st)
 {
 	struct ifaddrs *ifs, *i;
-	int r = -ENODEV;
 
-	*rx_errors = *rx_dropped = 0;
+	(void)dpif;
 	if (getifaddrs(&ifs) < 0)
-		return -errno;
+		return;
 	for (i = ifs; i; i = i->ifa_next) {
-		const struct rtnl_link_stats *st = i->ifa_data;
+		const struct rtnl_link_stats *ls = i->ifa_data;
 
-		if (!i->ifa_addr || i->ifa_addr->sa_family != AF_PACKET || !st ||
+		if (!i->ifa_addr || i->ifa_addr->sa_family != AF_PACKET || !ls ||
 		    strcmp(i->ifa_name, JK_EBPF_VXLAN_DEV) != 0)
 			continue;
-		*rx_errors = st->rx_errors;
-		*rx_dropped = st->rx_dropped;
-		r = 0;
+		st->rx_errors = ls->rx_errors;
+		st->rx_dropped = ls->rx_dropped;
 	}
 	freeifaddrs(ifs);
-	return r;
 }
+
+/* On the fast path jakirod's vNIC of a container is a veth pair: without
+ * a tenant namespace both ends live in jakirod's, and need two names. */
+static int ebpf_vnic_check(const struct jk_vnic_conf *v, char *err, size_t errlen)
+{
+	if (v->backend == JK_BACKEND_TAP && !v->netns[0] && strcmp(v->tenant_ifname, v->ifname) == 0) {
+		snprintf(err, errlen, "tenant_ifname: needed without netns on the kernel fast path (a veth pair: its "
+			 "tenant end in jakirod's namespace needs a name other than ifname \"%s\")", v->ifname);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static void ebpf_core_params(struct jk_dp_params *p)
+{
+	/* Flows live in kernel maps: the core's tables stay small. */
+	p->prefault = false;
+}
+
+/* What a killed jakirod left that no vNIC uses now goes, once the
+ * start-up vNICs are attached. */
+static int ebpf_start(struct jk_dpif *dpif, char *err, size_t errlen)
+{
+	(void)err;
+	(void)errlen;
+	sweep_leftovers(ebpf_of(dpif));
+	return 0;
+}
+
+static void ebpf_close(struct jk_dpif *dpif)
+{
+	ebpf_destroy(ebpf_of(dpif));
+}
+
+static void ebpf_describe(const struct jk_dpif *dpif, char *buf, size_t len)
+{
+	(void)dpif;
+	snprintf(buf, len, "ebpf datapath (the kernel forwards, device %s)", JK_EBPF_VXLAN_DEV);
+}
+
+static bool ebpf_port_adoptable(struct jk_dpif *dpif, const char *ifname)
+{
+	return adoptable(ebpf_of(dpif), ifname);
+}
+
+/* A `tap` vNIC becomes a veth pair (or a killed jakirod's, taken over);
+ * an `afpacket` one is the existing device (a VM's TAP). */
+static int ebpf_port_open(struct jk_dpif *dpif, const struct jk_vnic_conf *v, uint8_t prefix_len, struct jk_port *port,
+			  char *err, size_t errlen)
+{
+	return jk_port_open_kernel(port, v, prefix_len, adoptable(ebpf_of(dpif), v->ifname), err, errlen);
+}
+
+static void ebpf_port_close(struct jk_dpif *dpif, struct jk_port *port)
+{
+	(void)dpif;
+	jk_port_close(port);
+}
+
+static const char *ebpf_vnic_device(const struct jk_dpif *dpif, const struct jk_vnic_conf *v)
+{
+	(void)dpif;
+	return v->backend == JK_BACKEND_TAP ? "veth" : "existing";
+}
+
+const struct jk_dpif_class jk_dpif_ebpf = {
+	.name = "ebpf",
+	.core_params = ebpf_core_params,
+	.vnic_check = ebpf_vnic_check,
+	.open = ebpf_open,
+	.start = ebpf_start,
+	.close = ebpf_close,
+	.describe = ebpf_describe,
+	.port_adoptable = ebpf_port_adoptable,
+	.port_open = ebpf_port_open,
+	.port_close = ebpf_port_close,
+	.vnic_attach = ebpf_vnic_attach,
+	.vnic_detach = ebpf_vnic_detach,
+	.vnic_update = ebpf_vnic_update,
+	.vlt_changed = ebpf_vlt_changed,
+	.age = ebpf_age,
+	.sync_counters = ebpf_sync_counters,
+	.snapshot = ebpf_snapshot,
+	.stats = ebpf_stats,
+	.underlay_stats = ebpf_underlay_stats,
+	.rcft_copy = ebpf_rcft_copy,
+	.vnic_device = ebpf_vnic_device,
+};

@@ -1,6 +1,6 @@
-/* cplane.c — jakirod's agent of the cluster control plane (cplane.h). */
-#include "daemon/cplane.h"
-#include "daemon/jakirod.h"
+/* agent.c — jakirod's agent of the cluster control plane on etcd
+ * (agent.h). */
+#include "daemon/agent.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -16,7 +16,8 @@
 #include "core/table.h"
 #include "cplane/etcd.h"
 #include "cplane/keys.h"
-#include "daemon/ebpf.h"
+#include "daemon/apply.h"
+#include "daemon/jakirod.h"
 
 #define CP_TIMEOUT_MS 2000          /* one etcd request */
 #define CP_RETRY_MIN_MS 100         /* reconnecting: first wait, doubled up to */
@@ -57,7 +58,7 @@ struct watch_restart {
 };
 
 struct watched_vni {
-	struct jk_cplane *cp;
+	struct jk_agent *cp;
 	uint32_t vni;                   /* 0: free slot */
 	bool watching;
 	bool ended;                     /* the stream ended (etcd went): resume from rev */
@@ -101,7 +102,7 @@ struct policy_req {
 	char patch[JK_ETCD_VAL_MAX];
 };
 
-struct jk_cplane {
+struct jk_agent {
 	struct jakirod *d;
 	char url[JK_ETCD_URL_MAX];
 	char prefix[JK_PREFIX_MAX];
@@ -145,12 +146,7 @@ struct jk_cplane {
 	char last_error[JK_ERR_MAX];
 };
 
-static struct jk_cplane *cp_of(struct jakirod *d)
-{
-	return d->cplane;
-}
-
-static void set_error(struct jk_cplane *cp, const char *msg)
+static void set_error(struct jk_agent *cp, const char *msg)
 {
 	pthread_mutex_lock(&cp->lock);
 	snprintf(cp->last_error, sizeof(cp->last_error), "%s", msg);
@@ -160,7 +156,7 @@ static void set_error(struct jk_cplane *cp, const char *msg)
 
 /* The agent's counters are read by `show stats` (the control thread)
  * under cp->lock: written under it too. */
-static void count(struct jk_cplane *cp, uint64_t *counter)
+static void count(struct jk_agent *cp, uint64_t *counter)
 {
 	pthread_mutex_lock(&cp->lock);
 	(*counter)++;
@@ -168,7 +164,7 @@ static void count(struct jk_cplane *cp, uint64_t *counter)
 }
 
 /* An entry refused: vlt_refused and its reason (refused_by[], refused_local, refused_full). */
-static void count_refused(struct jk_cplane *cp, uint64_t *reason)
+static void count_refused(struct jk_agent *cp, uint64_t *reason)
 {
 	pthread_mutex_lock(&cp->lock);
 	cp->vlt_refused++;
@@ -193,7 +189,7 @@ static const struct jk_vpc_conf *vpc_of_vni(const struct jk_conf *c, uint32_t vn
  * watch headers): a watch resuming past it means a new etcd (its history
  * gone), read in full.  (Set at connect only, any watch that had applied
  * an event since read its VNI in full again when it merely restarted.) */
-static void store_rev_seen(struct jk_cplane *cp, int64_t rev)
+static void store_rev_seen(struct jk_agent *cp, int64_t rev)
 {
 	if (rev > cp->store_rev)
 		cp->store_rev = rev;
@@ -207,8 +203,9 @@ static void set_revision(uint64_t *field, int64_t rev)
 
 /* ---- claims (either thread) -------------------------------------------- */
 
-static void claim_value(struct jakirod *d, const struct jk_vnic_conf *v, uint32_t vni, struct claim *c)
+static void claim_value(struct jk_agent *cp, const struct jk_vnic_conf *v, uint32_t vni, struct claim *c)
 {
+	const struct jakirod *d = cp->d;
 	struct jk_vlt_value val = { .vtep = d->conf->vtep };
 
 	memcpy(val.mac, v->mac, 6);
@@ -216,11 +213,11 @@ static void claim_value(struct jakirod *d, const struct jk_vnic_conf *v, uint32_
 	snprintf(val.vnic, sizeof(val.vnic), "%s", v->name);
 	c->vni = vni;
 	c->ip = v->ip;
-	jk_key_vlt(cp_of(d)->prefix, vni, d->conf->host, v->ip, c->key);
+	jk_key_vlt(cp->prefix, vni, d->conf->host, v->ip, c->key);
 	jk_vlt_value_format(&val, c->val);
 }
 
-static struct claim *claim_find(struct jk_cplane *cp, uint32_t vni, uint32_t ip, bool releases_too)
+static struct claim *claim_find(struct jk_agent *cp, uint32_t vni, uint32_t ip, bool releases_too)
 {
 	for (unsigned i = 0; i < CP_CLAIMS; i++) {
 		struct claim *c = &cp->claims[i];
@@ -232,7 +229,7 @@ static struct claim *claim_find(struct jk_cplane *cp, uint32_t vni, uint32_t ip,
 	return NULL;
 }
 
-static struct claim *claim_slot(struct jk_cplane *cp)
+static struct claim *claim_slot(struct jk_agent *cp)
 {
 	for (unsigned i = 0; i < CP_CLAIMS; i++)
 		if (cp->claims[i].state == CLAIM_FREE)
@@ -243,7 +240,7 @@ static struct claim *claim_slot(struct jk_cplane *cp)
 /* Does the holder of `key` (another host's claim of our address) count,
  * by the checks every host makes of an entry (jk_vlt_check against its
  * host record)?  1 yes, 0 no (or gone), -errno. */
-static int claim_counts(struct jk_cplane *cp, struct jk_etcd *e, const char *key, char holder[JK_ETCD_VAL_MAX],
+static int claim_counts(struct jk_agent *cp, struct jk_etcd *e, const char *key, char holder[JK_ETCD_VAL_MAX],
 			char *err, size_t errlen)
 {
 	const struct jk_vpc_conf *vpc;
@@ -277,7 +274,7 @@ static int claim_counts(struct jk_cplane *cp, struct jk_etcd *e, const char *key
  * every host refuses (no lease, not the lease or VTEP of its host's
  * record, ...) holds nothing.  0 (ours holds), -EEXIST (holder: the
  * other's value), -errno. */
-static int older_claim(struct jk_cplane *cp, struct jk_etcd *e, const struct claim *c,
+static int older_claim(struct jk_agent *cp, struct jk_etcd *e, const struct claim *c,
 		       char holder[JK_ETCD_VAL_MAX], char *err, size_t errlen)
 {
 	char all[JK_ETCD_KEY_MAX], key[JK_ETCD_KEY_MAX], val[JK_ETCD_VAL_MAX];
@@ -346,7 +343,7 @@ static int older_claim(struct jk_cplane *cp, struct jk_etcd *e, const struct cla
  * (holder set: another vNIC here, or an older claim of another host that
  * every host takes), -EACCES (etcd refuses this host the key: a VPC it
  * was not granted), or -EIO & co. (etcd unreachable: try later). */
-static int claim_write(struct jk_cplane *cp, struct jk_etcd *e, const struct claim *c, int64_t lease,
+static int claim_write(struct jk_agent *cp, struct jk_etcd *e, const struct claim *c, int64_t lease,
 		       char holder[JK_ETCD_VAL_MAX], char *err, size_t errlen)
 {
 	int r;
@@ -367,19 +364,21 @@ static void holder_text(const char *holder, char *out, size_t len)
 		snprintf(out, len, "another writer (%.64s)", holder);
 }
 
-int jk_cplane_claim(struct jakirod *d, const struct jk_vnic_conf *v, char *err, size_t errlen)
+/* cluster.h's claim. */
+static int agent_claim(void *agent, const struct jk_vnic_conf *v, char *err, size_t errlen)
 {
-	struct jk_cplane *cp = cp_of(d);
+	struct jk_agent *cp = agent;
+	struct jakirod *d = cp->d;
 	const struct jk_vpc_conf *vpc = jk_conf_vpc(d->conf, v->vpc);
 	struct claim want = { .state = CLAIM_PENDING }, old = { .state = CLAIM_FREE }, *slot;
 	char holder[JK_ETCD_VAL_MAX], who[128], sub[JK_ERR_MAX], ip[16];
 	int64_t lease;
 	int r = 0;
 
-	if (!cp || !vpc)
+	if (!vpc)
 		return 0;
 	jk_format_ipv4(v->ip, ip);
-	claim_value(d, v, vpc->vni, &want);
+	claim_value(cp, v, vpc->vni, &want);
 	pthread_mutex_lock(&cp->write_lock);
 	pthread_mutex_lock(&cp->lock);
 	slot = claim_find(cp, want.vni, want.ip, true);
@@ -451,17 +450,19 @@ int jk_cplane_claim(struct jakirod *d, const struct jk_vnic_conf *v, char *err, 
 	return 0;
 }
 
-void jk_cplane_release(struct jakirod *d, const struct jk_vnic_conf *v)
+/* cluster.h's release. */
+static void agent_release(void *agent, const struct jk_vnic_conf *v)
 {
-	struct jk_cplane *cp = cp_of(d);
+	struct jk_agent *cp = agent;
+	struct jakirod *d = cp->d;
 	const struct jk_vpc_conf *vpc = jk_conf_vpc(d->conf, v->vpc);
 	char holder[JK_ETCD_VAL_MAX], sub[JK_ERR_MAX];
 	struct claim *c, copy;
 	bool connected;
 
-	if (!cp || !vpc)
+	if (!vpc)
 		return;
-	claim_value(d, v, vpc->vni, &copy);
+	claim_value(cp, v, vpc->vni, &copy);
 	pthread_mutex_lock(&cp->write_lock);
 	pthread_mutex_lock(&cp->lock);
 	c = claim_find(cp, vpc->vni, v->ip, false);
@@ -489,7 +490,7 @@ void jk_cplane_release(struct jakirod *d, const struct jk_vnic_conf *v)
 
 /* ---- policies (agent queues, control thread applies) --------------------- */
 
-static void policy_queue(struct jk_cplane *cp, uint32_t vni, uint32_t ip, const char *patch)
+static void policy_queue(struct jk_agent *cp, uint32_t vni, uint32_t ip, const char *patch)
 {
 	uint64_t one = 1;
 	unsigned i;
@@ -515,33 +516,13 @@ static void policy_queue(struct jk_cplane *cp, uint32_t vni, uint32_t ip, const 
 	}
 }
 
-static void policy_apply(struct jakirod *d, const struct policy_req *p)
+/* A policy, handed to the one writer; counted and logged. */
+static void policy_apply(struct jk_agent *cp, const struct policy_req *p)
 {
-	struct jk_cplane *cp = cp_of(d);
-	const struct jk_vpc_conf *vpc = vpc_of_vni(d->conf, p->vni);
 	char err[JK_ERR_MAX] = "", ip[16];
-	json_error_t jerr;
-	json_t *patch = json_loads(p->patch, JSON_REJECT_DUPLICATES, &jerr);
-	int r = -ENOENT;
+	int r = jk_apply_policy(cp->d, p->vni, p->ip, p->patch, err, sizeof(err));
 
 	jk_format_ipv4(p->ip, ip);
-	for (unsigned i = 0; vpc && i < JK_MAX_VNICS; i++) {
-		const struct jk_vnic_conf *v = &d->vnics[i].conf;
-
-		if (!jk_vnic_is_up(d, i) || v->ip != p->ip || strcmp(v->vpc, vpc->name) != 0)
-			continue;
-		if (!json_is_object(patch)) {
-			snprintf(err, sizeof(err), "not a JSON object");
-			r = -EINVAL;
-		} else {
-			char name[JK_NAME_MAX];
-
-			snprintf(name, sizeof(name), "%s", v->name);
-			r = jk_apply_vnic_set(d, name, patch, err, sizeof(err));
-		}
-		break;
-	}
-	json_decref(patch);
 	if (r == -ENOENT)
 		return;                 /* the vNIC went meanwhile */
 	pthread_mutex_lock(&cp->lock);
@@ -556,14 +537,13 @@ static void policy_apply(struct jakirod *d, const struct policy_req *p)
 		fprintf(stderr, "jakirod: etcd policy for %s in VNI %u applied: %s\n", ip, p->vni, p->patch);
 }
 
-int jk_cplane_event_fd(struct jakirod *d)
+int jk_agent_event_fd(const struct jk_agent *cp)
 {
-	return cp_of(d) ? cp_of(d)->event_fd : -1;
+	return cp->event_fd;
 }
 
-void jk_cplane_on_event(struct jakirod *d)
+void jk_agent_on_event(struct jk_agent *cp)
 {
-	struct jk_cplane *cp = cp_of(d);
 	struct policy_req *batch;
 	unsigned n;
 	uint64_t count;
@@ -579,19 +559,22 @@ void jk_cplane_on_event(struct jakirod *d)
 	cp->n_policies = 0;
 	pthread_mutex_unlock(&cp->lock);
 	for (unsigned i = 0; i < n; i++)
-		policy_apply(d, &batch[i]);
+		policy_apply(cp, &batch[i]);
 	free(batch);
 }
 
-void jk_cplane_fetch_policy(struct jakirod *d, const struct jk_vnic_conf *v)
+/* cluster.h's vnic_added: the policy etcd holds for a vNIC just brought
+ * up, applied now. */
+static void agent_vnic_added(void *agent, const struct jk_vnic_conf *v)
 {
-	struct jk_cplane *cp = cp_of(d);
+	struct jk_agent *cp = agent;
+	struct jakirod *d = cp->d;
 	const struct jk_vpc_conf *vpc = jk_conf_vpc(d->conf, v->vpc);
 	char key[JK_ETCD_KEY_MAX], val[JK_ETCD_VAL_MAX], sub[JK_ERR_MAX];
 	struct policy_req p;
 	bool found = false, connected;
 
-	if (!cp || !vpc)
+	if (!vpc)
 		return;
 	pthread_mutex_lock(&cp->lock);
 	connected = cp->connected;
@@ -602,12 +585,12 @@ void jk_cplane_fetch_policy(struct jakirod *d, const struct jk_vnic_conf *v)
 	p.vni = vpc->vni;
 	p.ip = v->ip;
 	snprintf(p.patch, sizeof(p.patch), "%s", val);
-	policy_apply(d, &p);
+	policy_apply(cp, &p);
 }
 
 /* ---- remote entries (agent) ---------------------------------------------- */
 
-static void learned_put(struct jk_cplane *cp, uint32_t vni, uint32_t ip, const struct jk_vlt_value *v,
+static void learned_put(struct jk_agent *cp, uint32_t vni, uint32_t ip, const struct jk_vlt_value *v,
 			int64_t create_rev, int64_t lease)
 {
 	struct jakirod *d = cp->d;
@@ -628,11 +611,7 @@ static void learned_put(struct jk_cplane *cp, uint32_t vni, uint32_t ip, const s
 	e->create_rev = create_rev;
 	e->lease = lease;
 	snprintf(e->host, sizeof(e->host), "%s", v->host);
-	pthread_mutex_lock(&d->dp_lock);
-	r = jk_dp_vlt_add(d->dp, vni, ip, v->mac, v->vtep);
-	if (r == 0 && d->ebpf)
-		jk_ebpf_vlt_sync(d, vni, ip);
-	pthread_mutex_unlock(&d->dp_lock);
+	r = jk_apply_vlt_learn(d, vni, ip, v->mac, v->vtep);
 	if (r) {
 		/* A local vNIC holds it (claimed here during an outage), or
 		 * the table is full: not forwarded to that host. */
@@ -641,20 +620,14 @@ static void learned_put(struct jk_cplane *cp, uint32_t vni, uint32_t ip, const s
 	}
 }
 
-static void learned_forget(struct jk_cplane *cp, struct learned *e)
+static void learned_forget(struct jk_agent *cp, struct learned *e)
 {
-	struct jakirod *d = cp->d;
-
-	pthread_mutex_lock(&d->dp_lock);
-	jk_dp_vlt_del(d->dp, e->key.vni, e->key.ip);
-	if (d->ebpf)
-		jk_ebpf_vlt_sync(d, e->key.vni, e->key.ip);
-	pthread_mutex_unlock(&d->dp_lock);
+	jk_apply_vlt_forget(cp->d, e->key.vni, e->key.ip);
 	jk_table_remove(&cp->learned, e);
 }
 
 /* Forgets (vni, ip) if it was learned from `host`'s key. */
-static void learned_del(struct jk_cplane *cp, uint32_t vni, uint32_t ip, const char *host)
+static void learned_del(struct jk_agent *cp, uint32_t vni, uint32_t ip, const char *host)
 {
 	struct learned_key k = { vni, ip };
 	struct learned *e = jk_table_find(&cp->learned, &k, learned_hash(&k));
@@ -667,7 +640,7 @@ static void learned_del(struct jk_cplane *cp, uint32_t vni, uint32_t ip, const c
 
 /* The slot of host `name`; with `make`, a free one for it (NULL when
  * every slot is taken: more than CP_HOSTS_MAX hosts). */
-static struct host_cache *host_slot(struct jk_cplane *cp, const char *name, bool make)
+static struct host_cache *host_slot(struct jk_agent *cp, const char *name, bool make)
 {
 	struct host_cache *free_slot = NULL;
 
@@ -684,7 +657,7 @@ static struct host_cache *host_slot(struct jk_cplane *cp, const char *name, bool
 	return free_slot;
 }
 
-static void refusal_log(struct jk_cplane *cp, enum jk_vlt_verdict why, const char *key)
+static void refusal_log(struct jk_agent *cp, enum jk_vlt_verdict why, const char *key)
 {
 	uint64_t now = jk_now_ns();
 	char shown[JK_ETCD_KEY_MAX];
@@ -713,7 +686,7 @@ static bool restart_due(const struct watch_restart *r, uint64_t now)
 
 /* A watch (re)starts now: a new token first if etcd cancelled the last
  * one; the next start waits longer unless this stream works. */
-static int restart_begin(struct jk_cplane *cp, struct watch_restart *r, uint64_t now, char *err, size_t errlen)
+static int restart_begin(struct jk_agent *cp, struct watch_restart *r, uint64_t now, char *err, size_t errlen)
 {
 	int rc;
 
@@ -740,7 +713,7 @@ static void restart_worked(struct watch_restart *r)
 
 /* A stream etcd cancelled: read in full after a compaction, else with a
  * new token. */
-static void restart_cancelled(struct jk_cplane *cp, struct watch_restart *r, const json_t *result, bool *reload)
+static void restart_cancelled(struct jk_agent *cp, struct watch_restart *r, const json_t *result, bool *reload)
 {
 	if (jk_etcd_int(json_object_get(result, "compact_revision"))) {
 		count(cp, &cp->compactions);
@@ -753,7 +726,7 @@ static void restart_cancelled(struct jk_cplane *cp, struct watch_restart *r, con
 /* The VNI is to be read in full again, not before CP_RELOAD_GAP_NS after
  * its last read in full (its watch goes on till then and is restarted
  * after the read: sync_watches). */
-static void vni_reload_later(struct jk_cplane *cp, uint32_t vni)
+static void vni_reload_later(struct jk_agent *cp, uint32_t vni)
 {
 	for (unsigned i = 0; i < JK_MAX_VNICS; i++) {
 		struct watched_vni *wv = &cp->vnis[i];
@@ -768,7 +741,7 @@ static void vni_reload_later(struct jk_cplane *cp, uint32_t vni)
 }
 
 /* A remote VLT key put: learned if it passes every check. */
-static void vlt_put(struct jk_cplane *cp, const struct jk_key *k, const char *key, const char *val,
+static void vlt_put(struct jk_agent *cp, const struct jk_key *k, const char *key, const char *val,
 		    const struct jk_etcd_kv_meta *m)
 {
 	const struct jk_vpc_conf *vpc = vpc_of_vni(cp->d->conf, k->vni);
@@ -809,7 +782,7 @@ static void vlt_put(struct jk_cplane *cp, const struct jk_key *k, const char *ke
 }
 
 struct sweep_arg {
-	struct jk_cplane *cp;
+	struct jk_agent *cp;
 	uint32_t vni, keep_epoch;
 	bool all;
 };
@@ -825,17 +798,11 @@ static bool sweep_stale(const void *entry, void *arg)
 static void sweep_removed(const void *entry, void *arg)
 {
 	const struct learned *e = entry;
-	struct jakirod *d = ((struct sweep_arg *)arg)->cp->d;
-
-	pthread_mutex_lock(&d->dp_lock);
-	jk_dp_vlt_del(d->dp, e->key.vni, e->key.ip);
-	if (d->ebpf)
-		jk_ebpf_vlt_sync(d, e->key.vni, e->key.ip);
-	pthread_mutex_unlock(&d->dp_lock);
+	jk_apply_vlt_forget(((struct sweep_arg *)arg)->cp->d, e->key.vni, e->key.ip);
 }
 
 /* One key as etcd has it now (put), or gone (val NULL). */
-static void apply_key(struct jk_cplane *cp, uint32_t vni, const char *key, const char *val,
+static void apply_key(struct jk_agent *cp, uint32_t vni, const char *key, const char *val,
 		      const struct jk_etcd_kv_meta *m)
 {
 	struct jk_key k;
@@ -857,7 +824,7 @@ static void apply_key(struct jk_cplane *cp, uint32_t vni, const char *key, const
 
 /* Reads a VNI in full and makes the cache (and the datapath) equal to it.
  * The revision to watch from, or -errno. */
-static int64_t reload_vni(struct jk_cplane *cp, uint32_t vni)
+static int64_t reload_vni(struct jk_agent *cp, uint32_t vni)
 {
 	char prefix[JK_ETCD_KEY_MAX], key[JK_ETCD_KEY_MAX], val[JK_ETCD_VAL_MAX], sub[JK_ERR_MAX];
 	struct sweep_arg arg = { cp, vni, 0, false };
@@ -894,7 +861,7 @@ static int64_t reload_vni(struct jk_cplane *cp, uint32_t vni)
 
 /* What a watch's events go to: the key, its value (NULL: deleted) and
  * its metadata. */
-typedef void watch_apply_fn(struct jk_cplane *cp, void *arg, const char *key, const char *val,
+typedef void watch_apply_fn(struct jk_agent *cp, void *arg, const char *key, const char *val,
 			    const struct jk_etcd_kv_meta *m);
 
 /* One message of a watch.  A cancelled watch goes to its restart (*ended
@@ -903,7 +870,7 @@ typedef void watch_apply_fn(struct jk_cplane *cp, void *arg, const char *key, co
  * revisions, and the revision the store has seen is noted.  Returns how
  * many events the message had (the VNI watch's caller then notes the
  * revision its tables reached; host records are not tables). */
-static int watch_events(struct jk_cplane *cp, const json_t *result, struct watch_restart *restart,
+static int watch_events(struct jk_agent *cp, const json_t *result, struct watch_restart *restart,
 			bool *reload, bool *ended, int64_t *max_rev, watch_apply_fn *apply, void *arg)
 {
 	int64_t rev = jk_etcd_int(json_object_get(json_object_get(result, "header"), "revision"));
@@ -938,7 +905,7 @@ static int watch_events(struct jk_cplane *cp, const json_t *result, struct watch
 	return (int)json_array_size(events);
 }
 
-static void apply_vni_event(struct jk_cplane *cp, void *arg, const char *key, const char *val,
+static void apply_vni_event(struct jk_agent *cp, void *arg, const char *key, const char *val,
 			    const struct jk_etcd_kv_meta *m)
 {
 	apply_key(cp, ((struct watched_vni *)arg)->vni, key, val, m);
@@ -958,7 +925,7 @@ static void on_watch_msg(struct jk_etcd_watch *w, const json_t *result, void *ar
 /* ---- host records (agent): the watch of PREFIX/hosts/ ------------------------ */
 
 struct recheck_arg {
-	struct jk_cplane *cp;
+	struct jk_agent *cp;
 	const struct host_cache *h;
 };
 
@@ -986,16 +953,11 @@ static void recheck_removed(const void *entry, void *arg)
 {
 	const struct learned *e = entry;
 	const struct recheck_arg *a = arg;
-	struct jk_cplane *cp = a->cp;
-	struct jakirod *d = cp->d;
+	struct jk_agent *cp = a->cp;
 	enum jk_vlt_verdict why = recheck(e, &a->h->rec);
 	char key[JK_ETCD_KEY_MAX];
 
-	pthread_mutex_lock(&d->dp_lock);
-	jk_dp_vlt_del(d->dp, e->key.vni, e->key.ip);
-	if (d->ebpf)
-		jk_ebpf_vlt_sync(d, e->key.vni, e->key.ip);
-	pthread_mutex_unlock(&d->dp_lock);
+	jk_apply_vlt_forget(cp->d, e->key.vni, e->key.ip);
 	count_refused(cp, &cp->refused_by[why]);
 	jk_key_vlt(cp->prefix, e->key.vni, e->host, e->key.ip, key);
 	refusal_log(cp, why, key);
@@ -1005,7 +967,7 @@ static void recheck_removed(const void *entry, void *arg)
  * are forgotten at once; if some of its entries were refused for want of
  * a matching record, the watched VNIs are read again (at most once a
  * second each: vni_reload_later), so that those now passing count. */
-static void host_changed(struct jk_cplane *cp, struct host_cache *h)
+static void host_changed(struct jk_agent *cp, struct host_cache *h)
 {
 	struct recheck_arg a = { cp, h };
 
@@ -1020,7 +982,7 @@ static void host_changed(struct jk_cplane *cp, struct host_cache *h)
 }
 
 /* PREFIX/hosts/NAME is `val` under `lease` now, or gone (val NULL). */
-static void host_record(struct jk_cplane *cp, const char *name, const char *val, int64_t lease)
+static void host_record(struct jk_agent *cp, const char *name, const char *val, int64_t lease)
 {
 	struct host_cache *h = host_slot(cp, name, val != NULL);
 	struct jk_host_rec rec = { 0 };
@@ -1042,7 +1004,7 @@ static void host_record(struct jk_cplane *cp, const char *name, const char *val,
 	host_changed(cp, h);
 }
 
-static void apply_host_key(struct jk_cplane *cp, const char *key, const char *val, int64_t lease)
+static void apply_host_key(struct jk_agent *cp, const char *key, const char *val, int64_t lease)
 {
 	struct jk_key k;
 
@@ -1053,7 +1015,7 @@ static void apply_host_key(struct jk_cplane *cp, const char *key, const char *va
 
 /* Reads every host record and makes the cache equal to it.  The revision
  * to watch from, or -errno. */
-static int64_t reload_hosts(struct jk_cplane *cp)
+static int64_t reload_hosts(struct jk_agent *cp)
 {
 	char prefix[JK_ETCD_KEY_MAX], key[JK_ETCD_KEY_MAX], val[JK_ETCD_VAL_MAX], sub[JK_ERR_MAX];
 	json_t *kvs, *kv;
@@ -1084,7 +1046,7 @@ static int64_t reload_hosts(struct jk_cplane *cp)
 	return rev;
 }
 
-static void apply_host_event(struct jk_cplane *cp, void *arg, const char *key, const char *val,
+static void apply_host_event(struct jk_agent *cp, void *arg, const char *key, const char *val,
 			     const struct jk_etcd_kv_meta *m)
 {
 	(void)arg;
@@ -1093,7 +1055,7 @@ static void apply_host_event(struct jk_cplane *cp, void *arg, const char *key, c
 
 static void on_hosts_msg(struct jk_etcd_watch *w, const json_t *result, void *arg)
 {
-	struct jk_cplane *cp = arg;
+	struct jk_agent *cp = arg;
 
 	(void)w;
 	watch_events(cp, result, &cp->hosts_restart, &cp->hosts_reload, &cp->hosts_ended,
@@ -1102,7 +1064,7 @@ static void on_hosts_msg(struct jk_etcd_watch *w, const json_t *result, void *ar
 
 /* The host records read (in full the first time, or after a compaction)
  * and watched: before any VNI, whose entries are checked against them. */
-static int sync_hosts_watch(struct jk_cplane *cp, char *err, size_t errlen)
+static int sync_hosts_watch(struct jk_agent *cp, char *err, size_t errlen)
 {
 	char prefix[JK_ETCD_KEY_MAX];
 	int r;
@@ -1140,7 +1102,7 @@ static int sync_hosts_watch(struct jk_cplane *cp, char *err, size_t errlen)
 
 /* ---- the agent's connection ------------------------------------------------ */
 
-static bool is_connected(struct jk_cplane *cp)
+static bool is_connected(struct jk_agent *cp)
 {
 	bool c;
 
@@ -1150,7 +1112,7 @@ static bool is_connected(struct jk_cplane *cp)
 	return c;
 }
 
-static void watches_stop(struct jk_cplane *cp)
+static void watches_stop(struct jk_agent *cp)
 {
 	if (cp->hosts_watching) {
 		jk_etcd_watch_stop(&cp->hosts_watch, cp->multi);
@@ -1163,7 +1125,7 @@ static void watches_stop(struct jk_cplane *cp)
 		}
 }
 
-static void disconnect(struct jk_cplane *cp, const char *why)
+static void disconnect(struct jk_agent *cp, const char *why)
 {
 	watches_stop(cp);
 	pthread_mutex_lock(&cp->lock);
@@ -1178,7 +1140,7 @@ static void disconnect(struct jk_cplane *cp, const char *why)
 
 /* Each VPC of the host's configuration: created if etcd has none, refused
  * (-EEXIST, err naming it) if etcd defines it otherwise. */
-static int publish_vpcs(struct jk_cplane *cp, struct jk_etcd *e, char *err, size_t errlen)
+static int publish_vpcs(struct jk_agent *cp, struct jk_etcd *e, char *err, size_t errlen)
 {
 	const struct jk_conf *c = cp->d->conf;
 	char key[JK_ETCD_KEY_MAX], val[JK_ETCD_VAL_MAX], holder[JK_ETCD_VAL_MAX], net[16];
@@ -1208,7 +1170,7 @@ static int publish_vpcs(struct jk_cplane *cp, struct jk_etcd *e, char *err, size
 	return 0;
 }
 
-static int publish_host(struct jk_cplane *cp, struct jk_etcd *e, int64_t lease, char *err, size_t errlen)
+static int publish_host(struct jk_agent *cp, struct jk_etcd *e, int64_t lease, char *err, size_t errlen)
 {
 	char key[JK_ETCD_KEY_MAX], val[JK_ETCD_VAL_MAX], vtep[16];
 
@@ -1220,7 +1182,7 @@ static int publish_host(struct jk_cplane *cp, struct jk_etcd *e, int64_t lease, 
 
 /* Keeps our lease if it is alive, else takes a new one (and everything
  * claimed under the old one is published again); publishes the host. */
-static int connect_etcd(struct jk_cplane *cp, struct jk_etcd *e, char *err, size_t errlen)
+static int connect_etcd(struct jk_agent *cp, struct jk_etcd *e, char *err, size_t errlen)
 {
 	int64_t lease, ttl_left = 0;
 	bool fresh = false;
@@ -1259,7 +1221,7 @@ static int connect_etcd(struct jk_cplane *cp, struct jk_etcd *e, char *err, size
 /* Claims and releases made while etcd was away, releases first (a vNIC
  * deleted and added again under another name frees its key before the
  * new claim).  0, or the first I/O error. */
-static int publish_claims(struct jk_cplane *cp, char *err, size_t errlen)
+static int publish_claims(struct jk_agent *cp, char *err, size_t errlen)
 {
 	char holder[JK_ETCD_VAL_MAX], who[128];
 	bool due;
@@ -1316,7 +1278,7 @@ static int publish_claims(struct jk_cplane *cp, char *err, size_t errlen)
 /* Watches exactly the VNIs of the local vNICs: a VNI no longer served is
  * dropped with its entries; a new one (or one to read again) is read in
  * full and watched from the revision after. */
-static int sync_watches(struct jk_cplane *cp, char *err, size_t errlen)
+static int sync_watches(struct jk_agent *cp, char *err, size_t errlen)
 {
 	uint32_t want[CP_CLAIMS];
 	unsigned n = 0;
@@ -1411,7 +1373,7 @@ static int sync_watches(struct jk_cplane *cp, char *err, size_t errlen)
 }
 
 /* A watch stream that ended (etcd went, or the stream broke): resumed. */
-static void reap_watches(struct jk_cplane *cp)
+static void reap_watches(struct jk_agent *cp)
 {
 	CURLMsg *m;
 	int left;
@@ -1433,7 +1395,7 @@ static void reap_watches(struct jk_cplane *cp)
 /* Why the agent cannot connect, in the log: a new reason at once, the
  * same one again every CP_CONNECT_LOG_EVERY_NS (a certificate etcd
  * refuses, a password it no longer takes, do not fix themselves). */
-static void connect_failed_log(struct jk_cplane *cp, const char *err, uint64_t now)
+static void connect_failed_log(struct jk_agent *cp, const char *err, uint64_t now)
 {
 	if (strcmp(err, cp->connect_err_logged) == 0 && now - cp->connect_log_ns < CP_CONNECT_LOG_EVERY_NS)
 		return;
@@ -1444,7 +1406,7 @@ static void connect_failed_log(struct jk_cplane *cp, const char *err, uint64_t n
 
 static void *agent_main(void *arg)
 {
-	struct jk_cplane *cp = arg;
+	struct jk_agent *cp = arg;
 	char err[JK_ERR_MAX];
 	uint64_t period_ns = (uint64_t)cp->ttl_s * 1000000000ull / 3;
 
@@ -1511,13 +1473,14 @@ static void *agent_main(void *arg)
 
 /* ---- start and stop ---------------------------------------------------------- */
 
-int jk_cplane_open(struct jakirod *d, char *err, size_t errlen)
+int jk_agent_open(struct jakirod *d, struct jk_agent **out, char *err, size_t errlen)
 {
 	const struct jk_etcd_conf *ec = &d->conf->etcd;
-	struct jk_cplane *cp;
+	struct jk_agent *cp;
 	char sub[JK_ERR_MAX];
 	int r;
 
+	*out = NULL;
 	if (!ec->endpoint[0])
 		return 0;
 	cp = calloc(1, sizeof(*cp));
@@ -1533,12 +1496,11 @@ int jk_cplane_open(struct jakirod *d, char *err, size_t errlen)
 	snprintf(cp->prefix, sizeof(cp->prefix), "%s", ec->prefix);
 	pthread_mutex_init(&cp->lock, NULL);
 	pthread_mutex_init(&cp->write_lock, NULL);
-	d->cplane = cp;
 	if (cp->event_fd < 0 || !(cp->multi = curl_multi_init()) ||
 	    jk_table_init(&cp->learned, CP_LEARNED_MAX, sizeof(struct learned), sizeof(struct learned_key)) ||
 	    jk_etcd_init(&cp->ctl, ec->endpoint, CP_TIMEOUT_MS, err, errlen) ||
 	    jk_etcd_init(&cp->agent, ec->endpoint, CP_TIMEOUT_MS, err, errlen)) {
-		jk_cplane_close(d);
+		jk_agent_close(cp);
 		snprintf(err, errlen, "etcd: cannot set up the client");
 		return -ENOMEM;
 	}
@@ -1549,7 +1511,7 @@ int jk_cplane_open(struct jakirod *d, char *err, size_t errlen)
 	if (r == -EEXIST || r == -EACCES) {
 		/* etcd defines a VPC otherwise, or refuses who we say we are. */
 		snprintf(err, errlen, "%s", sub);
-		jk_cplane_close(d);
+		jk_agent_close(cp);
 		return r;
 	}
 	if (r) {
@@ -1560,12 +1522,12 @@ int jk_cplane_open(struct jakirod *d, char *err, size_t errlen)
 		fprintf(stderr, "jakirod: etcd %s connected (lease %" PRId64 ", TTL %" PRId64 " s)\n", cp->url,
 			cp->lease, cp->ttl_s);
 	}
+	*out = cp;
 	return 0;
 }
 
-int jk_cplane_start(struct jakirod *d, char *err, size_t errlen)
+int jk_agent_start(struct jk_agent *cp, char *err, size_t errlen)
 {
-	struct jk_cplane *cp = cp_of(d);
 	int r;
 
 	if (!cp)
@@ -1580,11 +1542,12 @@ int jk_cplane_start(struct jakirod *d, char *err, size_t errlen)
 	return 0;
 }
 
-void jk_cplane_close(struct jakirod *d)
+void jk_agent_close(struct jk_agent *cp)
 {
-	struct jk_cplane *cp = cp_of(d);
 	char sub[JK_ERR_MAX];
 
+	if (!cp)
+		return;
 	if (!cp)
 		return;
 	if (cp->running) {
@@ -1607,18 +1570,17 @@ void jk_cplane_close(struct jakirod *d)
 	pthread_mutex_destroy(&cp->lock);
 	pthread_mutex_destroy(&cp->write_lock);
 	free(cp);
-	d->cplane = NULL;
 	curl_global_cleanup();
 }
 
-json_t *jk_cplane_stats_json(struct jakirod *d)
+/* cluster.h's stats_json. */
+static json_t *agent_stats_json(void *agent)
 {
-	struct jk_cplane *cp = cp_of(d);
+	struct jk_agent *cp = agent;
+	const struct jakirod *d = cp->d;
 	unsigned published = 0, pending = 0, conflict = 0;
 	json_t *o;
 
-	if (!cp)
-		return json_null();
 	pthread_mutex_lock(&cp->lock);
 	for (unsigned i = 0; i < CP_CLAIMS; i++) {
 		published += cp->claims[i].state == CLAIM_PUBLISHED;
@@ -1652,3 +1614,10 @@ json_t *jk_cplane_stats_json(struct jakirod *d)
 	pthread_mutex_unlock(&cp->lock);
 	return o;
 }
+
+const struct jk_cluster_ops jk_agent_cluster_ops = {
+	.claim = agent_claim,
+	.release = agent_release,
+	.vnic_added = agent_vnic_added,
+	.stats_json = agent_stats_json,
+};
