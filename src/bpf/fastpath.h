@@ -1,5 +1,5 @@
 /* fastpath.h — the kernel fast path's maps: their keys and values, shared
- * by the BPF programs (jakiro.bpf.c) and jakirod's loader (daemon/ebpf.c).
+ * by the BPF programs (jakiro.bpf.c) and jakirod's loader (daemon/dpif_ebpf.c).
  *
  * The tables are core's, laid out for BPF maps (docs/datapath.md, "Kernel
  * fast path"):

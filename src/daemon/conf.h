@@ -88,16 +88,13 @@ struct jk_etcd_conf {
 /* The "etcd" object alone (jakiroctl --etcd-conf reads the same). */
 int jk_conf_parse_etcd(json_t *o, struct jk_etcd_conf *e, char *err, size_t errlen);
 
-/* Where tenants' packets are forwarded (docs/datapath.md). */
+/* Where tenants' packets are forwarded: the config's "datapath", which
+ * picks the provider of daemon/dpif.h (docs/datapath.md, "One interface,
+ * two providers"). */
 enum jk_datapath {
-	JK_DATAPATH_USER,      /* jakirod's threads, on the core library */
-	JK_DATAPATH_EBPF,      /* the kernel, by the programs of src/bpf/ (daemon/ebpf.c) */
+	JK_DATAPATH_USER,      /* jakirod's threads, on the core library (daemon/dpif_user.c) */
+	JK_DATAPATH_EBPF,      /* the kernel, by the programs of src/bpf/ (daemon/dpif_ebpf.c) */
 };
-
-static inline const char *jk_datapath_name(enum jk_datapath dp)
-{
-	return dp == JK_DATAPATH_EBPF ? "ebpf" : "user";
-}
 
 struct jk_conf {
 	char host[JK_NAME_MAX];

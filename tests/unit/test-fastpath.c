@@ -231,7 +231,7 @@ static int vtep_ref(struct twin *t, uint32_t vni, uint32_t vtep)
 	return map_set(t->skel->maps.jk_vteps, &k, &n);
 }
 
-/* The programs' maps from core's tables, as daemon/ebpf.c fills them. */
+/* The programs' maps from core's tables, as daemon/dpif_ebpf.c fills them. */
 static int maps_from_core(struct twin *t)
 {
 	struct jk_fp_host h = { .vtep = VTEP_SELF, .vxlan_ifindex = VXLAN_IFINDEX, .ttl = 64 };
