@@ -738,6 +738,9 @@ int jk_after_shaper(struct __sk_buff *skb)
 	why = jk_frame_parse(&c, &p.m);        /* judged once already: the fields again */
 	if (why != JK_DROP_NONE)
 		return drop(p.id, why);
+	/* Its segments, for a local destination's ingress charge. */
+	p.g.size = (uint16_t)skb->gso_size;
+	jk_gso_count(&p.m, &p.g, skb->len);
 	e = vlt(v->vni, p.m.dst_ip);
 	if (!e)
 		return drop(p.id, JK_DROP_NO_ROUTE);

@@ -25,7 +25,7 @@
  * Filled on egress from the vNIC's virtio-net header (offload.c), on
  * ingress by coalescing (gro.c); read by the ports and the underlay. */
 struct jk_pkt_offload {
-	uint8_t  gso_type;      /* JK_VNET_GSO_NONE, _TCPV4 or _UDP_L4 */
+	uint8_t  gso_type;      /* JK_VNET_GSO_NONE, _TCPV4, _UDP_L4, or JK_GSO_OTHER (refused by the pipeline) */
 	uint8_t  csum_partial;  /* the L4 checksum field holds the pseudo-header sum only */
 	uint16_t gso_size;      /* L4 payload bytes per segment */
 	uint16_t segs;          /* segments the frame stands for (1 when not GSO) */
