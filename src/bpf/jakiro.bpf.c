@@ -439,11 +439,12 @@ static __always_inline const struct jk_fp_vnic *local_target(const struct jk_fp_
 }
 
 /* Takes an egress packet of vNIC id (counted, its egress DHTB passed) to
- * the VLT entry e: into a vNIC of this host, or a tunnel key and out of
- * the vxlan device (hash: the outer source port's entropy, 0 to leave the
- * kernel's). */
+ * the VLT entry e: into tv, the vNIC of this host local_target() found
+ * for it, or a tunnel key and out of the vxlan device (hash: the outer
+ * source port's entropy, 0 to leave the kernel's). */
 static __always_inline int forward(struct __sk_buff *skb, uint32_t id, const struct jk_fp_vnic *v,
-				   const struct jk_fp_vlt_val *e, const struct pkt *p, uint32_t hash)
+				   const struct jk_fp_vlt_val *e, const struct jk_fp_vnic *tv, const struct pkt *p,
+				   uint32_t hash)
 {
 	struct bpf_tunnel_key key = {};
 	const struct jk_fp_host *h;
@@ -451,14 +452,11 @@ static __always_inline int forward(struct __sk_buff *skb, uint32_t id, const str
 	uint32_t zero = 0;
 
 	if (e->vtep == 0) {
-		uint32_t to = e->vnic_id;
-		const struct jk_fp_vnic *tv = bpf_map_lookup_elem(&jk_vnics, &to);
-
-		if (!tv || !tv->in_use)
+		if (!tv)
 			return drop(id, JK_DROP_VNIC_DOWN);
 		if ((c = counters(JK_FP_GLOBAL)))
 			c->local_delivered++;
-		return deliver_in(skb, to, tv, p);
+		return deliver_in(skb, e->vnic_id, tv, p);
 	}
 	h = bpf_map_lookup_elem(&jk_host, &zero);
 	if (!h)
@@ -484,10 +482,11 @@ static __always_inline int charge_and_forward(struct __sk_buff *skb, const struc
 					      const struct jk_fp_vlt_val *e, const struct pkt *p)
 {
 	uint32_t len = jk_wire_len(skb->len, &p->g), id = p->id;
+	const struct jk_fp_vnic *tv = NULL;
 	unsigned verdict, why = JK_DROP_NONE;
 	bool shaped;
 
-	if (e->vtep == 0 && !local_target(e, p, &why))
+	if (e->vtep == 0 && !(tv = local_target(e, p, &why)))
 		return drop(id, why);
 	verdict = dhtb(id, JK_DIR_EGRESS, p, len, &shaped);
 	if (verdict == JK_DHTB_DROP)
@@ -509,7 +508,7 @@ static __always_inline int charge_and_forward(struct __sk_buff *skb, const struc
 			return bpf_redirect(h->shaper_ifindex, 0);
 		}
 	}
-	return forward(skb, id, v, e, p, (p->m.flags & JK_PF_ARP) ? 0 : flow_hash(p));
+	return forward(skb, id, v, e, tv, p, (p->m.flags & JK_PF_ARP) ? 0 : flow_hash(p));
 }
 
 static __always_inline int from_vnic_arp(struct __sk_buff *skb, const struct jk_fp_vnic *v, struct pkt *p)
@@ -721,7 +720,7 @@ int jk_from_underlay(struct __sk_buff *skb)
 SEC("tc")
 int jk_after_shaper(struct __sk_buff *skb)
 {
-	const struct jk_fp_vnic *v;
+	const struct jk_fp_vnic *v, *tv = NULL;
 	const struct jk_fp_vlt_val *e;
 	struct jk_cursor c;
 	struct pkt p = { .id = skb->mark - 1 };
@@ -744,7 +743,9 @@ int jk_after_shaper(struct __sk_buff *skb)
 	e = vlt(v->vni, p.m.dst_ip);
 	if (!e)
 		return drop(p.id, JK_DROP_NO_ROUTE);
-	return forward(skb, p.id, v, e, &p, (p.m.flags & JK_PF_ARP) ? 0 : flow_hash(&p));
+	if (e->vtep == 0 && !(tv = local_target(e, &p, &why)))   /* it may have gone meanwhile */
+		return drop(p.id, why);
+	return forward(skb, p.id, v, e, tv, &p, (p.m.flags & JK_PF_ARP) ? 0 : flow_hash(&p));
 }
 
 #define HDR_PULL 128          /* outer Ethernet, IPv4 with options, UDP, VxLAN and the inner Ethernet header */
