@@ -142,7 +142,17 @@ void jk_dpif_vnic_stats(struct jk_dpif *dpif, uint16_t id, struct jk_dpif_vnic_s
 
 unsigned jk_dpif_rcft_copy(struct jk_dpif *dpif, struct jk_rcft_entry *out, unsigned max)
 {
-	return dpif->class->rcft_copy(dpif, out, max);
+	const struct jk_rcft_entry *e;
+	uint32_t pos = 0;
+	unsigned n = 0;
+
+	if (dpif->class->rcft_copy)
+		return dpif->class->rcft_copy(dpif, out, max);
+	pthread_mutex_lock(dpif->dp_lock);
+	while (n < max && (e = jk_dp_rcft_next(dpif->dp, &pos)))
+		out[n++] = *e;
+	pthread_mutex_unlock(dpif->dp_lock);
+	return n;
 }
 
 const char *jk_dpif_vnic_device(const struct jk_dpif *dpif, const struct jk_vnic_conf *v)

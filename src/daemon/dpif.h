@@ -164,7 +164,8 @@ struct jk_dpif_class {
 	void (*vnic_stats)(struct jk_dpif *dpif, uint16_t id, struct jk_dpif_vnic_stats *st);
 	/* Copies up to max entries of the RCFT the datapath admits RC flows
 	 * by, in core's layout (show rcft); returns how many.  Not locked: it
-	 * takes the lock itself if it needs it. */
+	 * takes the lock itself if it needs it.  May be NULL: the core's own
+	 * RCFT is the datapath's (jk_dpif_rcft_copy copies it under the lock). */
 	unsigned (*rcft_copy)(struct jk_dpif *dpif, struct jk_rcft_entry *out, unsigned max);
 	/* What a vNIC's device is, for show vnics: "tap" or "veth" for one
 	 * the datapath made, "existing" for one it was given. */

@@ -222,21 +222,6 @@ static void user_vnic_stats(struct jk_dpif *dpif, uint16_t id, struct jk_dpif_vn
 	st->tx_errors = p->tx_errors;
 }
 
-/* The core's RCFT, copied under the lock (a memcpy of the entries); the
- * caller turns it into JSON after. */
-static unsigned user_rcft_copy(struct jk_dpif *dpif, struct jk_rcft_entry *out, unsigned max)
-{
-	const struct jk_rcft_entry *e;
-	uint32_t pos = 0;
-	unsigned n = 0;
-
-	pthread_mutex_lock(dpif->dp_lock);
-	while (n < max && (e = jk_dp_rcft_next(dpif->dp, &pos)))
-		out[n++] = *e;
-	pthread_mutex_unlock(dpif->dp_lock);
-	return n;
-}
-
 static const char *user_vnic_device(const struct jk_dpif *dpif, const struct jk_vnic_conf *v)
 {
 	(void)dpif;
@@ -261,6 +246,5 @@ const struct jk_dpif_class jk_dpif_user = {
 	.stats = user_stats,
 	.underlay_stats = user_underlay_stats,
 	.vnic_stats = user_vnic_stats,
-	.rcft_copy = user_rcft_copy,
 	.vnic_device = user_vnic_device,
 };

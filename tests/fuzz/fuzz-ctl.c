@@ -83,53 +83,22 @@ static void stub_vnic_detach(struct jk_dpif *dpif, uint16_t id) { }
 static void stub_snapshot(struct jk_dpif *dpif, struct jk_dp_snapshot *snap) { jk_dp_snapshot(dpif->dp, snap); }
 static void stub_underlay_stats(struct jk_dpif *dpif, struct jk_dpif_underlay_stats *st) { }
 
-static unsigned stub_rcft_copy(struct jk_dpif *dpif, struct jk_rcft_entry *out, unsigned max)
-{
-	const struct jk_rcft_entry *e;
-	uint32_t pos = 0;
-	unsigned n = 0;
-
-	pthread_mutex_lock(dpif->dp_lock);
-	while (n < max && (e = jk_dp_rcft_next(dpif->dp, &pos)))
-		out[n++] = *e;
-	pthread_mutex_unlock(dpif->dp_lock);
-	return n;
-}
-
 static const char *stub_vnic_device(const struct jk_dpif *dpif, const struct jk_vnic_conf *v) { return "tap"; }
 
 /* The config names "user": the stub stands in for it (and for ebpf,
- * which dpif.c's picker names too). */
-const struct jk_dpif_class jk_dpif_user = {
-	.name = "user",
-	.core_params = stub_core_params,
-	.open = stub_open,
-	.close = stub_close,
-	.describe = stub_describe,
-	.port_open = stub_port_open,
-	.port_close = stub_port_close,
-	.vnic_attach = stub_vnic_attach,
-	.vnic_detach = stub_vnic_detach,
-	.snapshot = stub_snapshot,
-	.underlay_stats = stub_underlay_stats,
-	.rcft_copy = stub_rcft_copy,
-	.vnic_device = stub_vnic_device,
-};
-const struct jk_dpif_class jk_dpif_ebpf = {
-	.name = "ebpf",
-	.core_params = stub_core_params,
-	.open = stub_open,
-	.close = stub_close,
-	.describe = stub_describe,
-	.port_open = stub_port_open,
-	.port_close = stub_port_close,
-	.vnic_attach = stub_vnic_attach,
-	.vnic_detach = stub_vnic_detach,
-	.snapshot = stub_snapshot,
-	.underlay_stats = stub_underlay_stats,
-	.rcft_copy = stub_rcft_copy,
-	.vnic_device = stub_vnic_device,
-};
+ * which dpif.c's picker names too).  No rcft_copy: the core's RCFT is
+ * the stub's. */
+#define STUB_CLASS(NAME)                                                           \
+	{                                                                          \
+		.name = NAME, .core_params = stub_core_params, .open = stub_open,  \
+		.close = stub_close, .describe = stub_describe,                    \
+		.port_open = stub_port_open, .port_close = stub_port_close,        \
+		.vnic_attach = stub_vnic_attach, .vnic_detach = stub_vnic_detach,  \
+		.snapshot = stub_snapshot, .underlay_stats = stub_underlay_stats,  \
+		.vnic_device = stub_vnic_device,                                   \
+	}
+const struct jk_dpif_class jk_dpif_user = STUB_CLASS("user");
+const struct jk_dpif_class jk_dpif_ebpf = STUB_CLASS("ebpf");
 
 /* ---- the daemon ---------------------------------------------------------- */
 
