@@ -30,35 +30,6 @@ static const struct twin_ctx CONTEXTS[] = {
 	{ .gso = TWIN_GSO_UFO, .vm = true },   { .vlan_tci = 7 },
 };
 
-/* A super-frame as a kernel hands it over: its L4 checksum field holds
- * the pseudo-header sum over the whole L4 length, a UDP length the whole
- * datagram's (core writes both; the program leaves the kernel's), for a
- * frame that has a TCP or UDP header at all. */
-static uint32_t as_super_frame(uint8_t *b, uint32_t len)
-{
-	uint32_t hdr = frame_hdr_len(b, len), l4, l4_len, sum;
-	uint8_t proto;
-
-	if (!hdr || hdr > len || b[12] != 0x08 || b[13] != 0x00)
-		return len;
-	l4 = 14 + (uint32_t)(b[14] & 0x0f) * 4;
-	proto = b[14 + 9];
-	if (proto != JK_IPPROTO_TCP && proto != JK_IPPROTO_UDP)
-		return len;
-	l4_len = len - l4;
-	if (proto == JK_IPPROTO_UDP) {
-		b[l4 + 4] = (uint8_t)(l4_len >> 8);
-		b[l4 + 5] = (uint8_t)l4_len;
-	}
-	sum = (uint32_t)(b[26] << 8 | b[27]) + (uint32_t)(b[28] << 8 | b[29]) + (uint32_t)(b[30] << 8 | b[31]) +
-	      (uint32_t)(b[32] << 8 | b[33]) + proto + l4_len;
-	sum = (sum & 0xffff) + (sum >> 16);
-	sum = (sum & 0xffff) + (sum >> 16);
-	b[l4 + (proto == JK_IPPROTO_TCP ? 16 : 6)] = (uint8_t)(sum >> 8);
-	b[l4 + (proto == JK_IPPROTO_TCP ? 16 : 6) + 1] = (uint8_t)sum;
-	return len;
-}
-
 static void differ(const char *what, size_t size, const char *why)
 {
 	fprintf(stderr, "fuzz-fastpath: core and the program differ on a %zu-byte frame %s: %s\n", size, what, why);

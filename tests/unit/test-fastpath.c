@@ -578,18 +578,59 @@ static void keep_bytes(struct twin_way *w, const uint8_t *b, uint32_t len)
 
 /* ---- one frame each way ------------------------------------------------- */
 
+/* Where the L4 header of an IPv4 frame starts (len when it has no IPv4
+ * header to say). */
+static uint32_t frame_l4(const uint8_t *frame, uint32_t len)
+{
+	return len >= 14 + 20 ? 14 + (uint32_t)(frame[14] & 0x0f) * 4 : len;
+}
+
+/* The L4 checksum field's offset in its header. */
+static uint32_t l4_csum_offset(bool tcp)
+{
+	return tcp ? JK_TCP_CSUM_OFFSET : JK_UDP_CSUM_OFFSET;
+}
+
 /* Bytes every segment of the IPv4 frame repeats: Ethernet to the end of
  * its TCP or UDP header (0 when it has none). */
 static uint32_t frame_hdr_len(const uint8_t *frame, uint32_t len)
 {
-	uint32_t l4;
+	uint32_t l4 = frame_l4(frame, len);
 
-	if (len < 14 + 20)
+	if (l4 == len)
 		return 0;
-	l4 = 14 + (uint32_t)(frame[14] & 0x0f) * 4;
 	if (frame[14 + 9] == JK_IPPROTO_TCP)
 		return len >= l4 + 13 ? l4 + (uint32_t)(frame[l4 + 12] >> 4) * 4 : 0;
 	return l4 + 8;
+}
+
+/* The TCP or UDP frame b as a kernel hands a super-frame over: its L4
+ * checksum field holds the pseudo-header sum over the whole L4 length
+ * (what segmentation completes per segment; core writes it, the program
+ * leaves the kernel's), a UDP length the whole datagram's.  Any other
+ * frame is left as it is. */
+static void as_super_frame(uint8_t *b, uint32_t len)
+{
+	uint32_t hdr = frame_hdr_len(b, len), l4 = frame_l4(b, len), l4_len, sum, at;
+	uint8_t proto;
+
+	if (!hdr || hdr > len || b[12] != 0x08 || b[13] != 0x00)
+		return;
+	proto = b[14 + 9];
+	if (proto != JK_IPPROTO_TCP && proto != JK_IPPROTO_UDP)
+		return;
+	l4_len = len - l4;
+	if (proto == JK_IPPROTO_UDP) {
+		b[l4 + 4] = (uint8_t)(l4_len >> 8);
+		b[l4 + 5] = (uint8_t)l4_len;
+	}
+	sum = (uint32_t)(b[26] << 8 | b[27]) + (uint32_t)(b[28] << 8 | b[29]) + (uint32_t)(b[30] << 8 | b[31]) +
+	      (uint32_t)(b[32] << 8 | b[33]) + proto + l4_len;
+	sum = (sum & 0xffff) + (sum >> 16);
+	sum = (sum & 0xffff) + (sum >> 16);
+	at = l4 + l4_csum_offset(proto == JK_IPPROTO_TCP);
+	b[at] = (uint8_t)(sum >> 8);
+	b[at + 1] = (uint8_t)sum;
 }
 
 /* The frame as core's vNIC port reads it (t->ctx): a tag in the bytes, a
@@ -613,14 +654,12 @@ static void core_send(struct twin *t, int from, const uint8_t *frame, uint32_t l
 		memcpy(p->data, frame, len);
 	}
 	if (x->gso != TWIN_GSO_NONE && len >= 14 + 20) {
-		uint32_t l4 = 14 + (uint32_t)(frame[14] & 0x0f) * 4;
-
 		p->vnet.flags = JK_VNET_F_NEEDS_CSUM;
 		p->vnet.gso_type = vnet_type[x->gso];
 		p->vnet.gso_size = x->gso_size;
 		p->vnet.hdr_len = (uint16_t)frame_hdr_len(frame, len);
-		p->vnet.csum_start = (uint16_t)l4;
-		p->vnet.csum_offset = x->gso == TWIN_GSO_TCPV4 ? 16 : 6;
+		p->vnet.csum_start = (uint16_t)frame_l4(frame, len);
+		p->vnet.csum_offset = (uint16_t)l4_csum_offset(x->gso == TWIN_GSO_TCPV4);
 	}
 	jk_dp_egress(&t->dp, t->id[from], &p, 1, NOW_NS);
 }
@@ -631,11 +670,10 @@ static void core_send(struct twin *t, int from, const uint8_t *frame, uint32_t l
  * never reaches the program, and core refuses it at import. */
 static bool kernel_takes(const uint8_t *frame, uint32_t len, const struct twin_ctx *x)
 {
-	uint32_t start = len >= 15 ? 14 + (uint32_t)(frame[14] & 0x0f) * 4 : len;
-
 	if (x->gso == TWIN_GSO_NONE)
 		return true;
-	return frame_hdr_len(frame, len) <= len && start + (x->gso == TWIN_GSO_TCPV4 ? 16 : 6) + 2 <= len;
+	return frame_hdr_len(frame, len) <= len &&
+	       frame_l4(frame, len) + l4_csum_offset(x->gso == TWIN_GSO_TCPV4) + 2 <= len;
 }
 
 /* The kernel's context of the frame (t->ctx) for a test run: the GSO
@@ -1024,17 +1062,12 @@ static bool counters_differ(struct twin *t)
 static void ignore_l4_csum(struct twin *t)
 {
 	const uint8_t *b = t->core.bytes;
-	uint32_t len = t->core.len, l4, at;
+	uint32_t len = t->core.len, at = frame_l4(b, len);
 
-	if (len < 14 + 20 || b[12] != 0x08 || b[13] != 0x00)
+	if (at == len || b[12] != 0x08 || b[13] != 0x00 ||
+	    (b[14 + 9] != JK_IPPROTO_TCP && b[14 + 9] != JK_IPPROTO_UDP))
 		return;
-	l4 = 14 + (uint32_t)(b[14] & 0x0f) * 4;
-	if (b[14 + 9] == JK_IPPROTO_TCP)
-		at = l4 + 16;
-	else if (b[14 + 9] == JK_IPPROTO_UDP)
-		at = l4 + 6;
-	else
-		return;
+	at += l4_csum_offset(b[14 + 9] == JK_IPPROTO_TCP);
 	if (at + 2 <= len && at + 2 <= t->prog.len)
 		memcpy(t->prog.bytes + at, b + at, 2);
 }
@@ -1680,20 +1713,9 @@ static void egress_roce(void **state)
  * TCP without SYN (fr_tcp writes one). */
 static void super_frame(void)
 {
-	uint32_t l4_len = f.len - (uint32_t)f.l4, sum;
-	const uint8_t *ip = f.b + f.ip;
-	unsigned at;
-
 	if (f.l4proto == PROTO_TCP)
 		f.b[f.l4 + 13] = 0x10;                  /* ACK */
-	else
-		f.b[f.l4 + 4] = (uint8_t)(l4_len >> 8), f.b[f.l4 + 5] = (uint8_t)l4_len;
-	sum = rd16(ip + 12) + rd16(ip + 14) + rd16(ip + 16) + rd16(ip + 18) + f.l4proto + l4_len;
-	sum = (sum & 0xffff) + (sum >> 16);
-	sum = (sum & 0xffff) + (sum >> 16);
-	at = (unsigned)f.l4 + (f.l4proto == PROTO_TCP ? 16 : 6);
-	f.b[at] = (uint8_t)(sum >> 8);
-	f.b[at + 1] = (uint8_t)sum;
+	as_super_frame(f.b, f.len);
 }
 
 static void tcp_super(const uint8_t *smac, uint32_t src, const uint8_t *dmac, uint32_t dst, size_t payload)
