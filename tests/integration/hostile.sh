@@ -54,6 +54,10 @@ cat > "$WORK/topo.json" <<'JSON'
 JSON
 lab_up "$WORK/topo.json" || { not_ok "lab up"; exit 1; }
 check "baseline ping" lab exec a1 -- ping -c 2 -i 0.2 -W 2 10.0.0.2
+# a1's and a2's MACs, for frames written by hand (a2's: the VPC's ARP
+# proxy answered a1 for the ping).
+a1mac=$(lab exec a1 -- cat /sys/class/net/eth0/address)
+a2mac=$(lab exec a1 -- ip -br neigh show 10.0.0.2 | awk '{print $3}')
 
 rx_bytes() {   # HOST VNIC: bytes the vNIC received, every class
 	stat_of "$1" "sum(c['bytes'] for c in s['vnics']['$2']['ingress'].values())"
@@ -105,7 +109,6 @@ check "... and vnic add again" \
 # the user datapath the kernel's AF_PACKET already refuses to describe it
 # to jakirod.  A plain datagram after it marks when it has been judged.
 tx_bytes() { stat_of "$1" "sum(c['bytes'] for c in s['vnics']['$2']['egress'].values())"; }
-a1mac=$(lab exec a1 -- cat /sys/class/net/eth0/address)
 lab_bg exec a1 -- python3 -u -c '
 import socket
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
@@ -215,8 +218,6 @@ kill $qrx 2>/dev/null
 # what reaches a2 is within the rate, with the buckets' burst.  (A
 # blocking sender may be held back by its own socket's buffer while htb
 # holds its frames: the rate still holds.)
-a1mac=$(lab exec a1 -- cat /sys/class/net/eth0/address)
-a2mac=$(lab exec a1 -- ip -br neigh show 10.0.0.2 | awk '{print $3}')
 arp_flood() {   # SECS: ARP replies a1 -> a2
 	lab exec a1 -- python3 - "$a1mac" "$a2mac" "$1" <<'PY'
 import socket, struct, sys, time
