@@ -32,7 +32,9 @@ JK_PIPE_FN void jk_arp_answer(struct jk_arp_frame *f, const uint8_t mac[JK_ETH_A
 	f->arp.spa = asked;
 }
 
-/* The Internet checksum (RFC 1071) of a small buffer, in host order. */
+/* The Internet checksum (RFC 1071) of a small buffer, in host order.  Not
+ * core/csum.h's jk_csum: that one is out of line and unbounded, which a
+ * BPF program may not call; this loop has a bound the verifier sees. */
 #define JK_SMALL_CSUM_MAX 128
 
 JK_PIPE_FN uint16_t jk_small_csum(const uint8_t *b, uint32_t len)

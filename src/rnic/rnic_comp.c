@@ -271,7 +271,7 @@ static int ack_upto(struct rnic_qp *qp, uint32_t psn, uint64_t now_ns)
 /* A PSN the peer may acknowledge: not before comp.psn - 1, not unsent. */
 static int psn_valid(const struct rnic_qp *qp, uint32_t psn, int upto_inclusive)
 {
-	if (psn_compare(psn, psn_add(qp->comp.psn, BTH_PSN_MASK)) < 0)
+	if (psn_compare(psn, psn_add(qp->comp.psn, JK_BTH_PSN_MASK)) < 0)
 		return 0;
 	return upto_inclusive ? psn_compare(psn, qp->req.max_psn) <= 0
 			      : psn_compare(psn, qp->req.max_psn) < 0;
@@ -281,7 +281,7 @@ static void do_ack(struct rnic_qp *qp, struct rnic_pkt *pkt, uint64_t now_ns)
 {
 	struct rnic_dev *dev = qp->dev;
 	uint8_t syn = aeth_syndrome(pkt);
-	uint32_t psn = pkt->psn, before = psn_add(psn, BTH_PSN_MASK);
+	uint32_t psn = pkt->psn, before = psn_add(psn, JK_BTH_PSN_MASK);
 
 	switch (syn & AETH_TYPE_MASK) {
 	case AETH_ACK:
@@ -391,7 +391,7 @@ static struct rnic_swqe *response_wqe(struct rnic_qp *qp, const struct rnic_pkt 
 			go_back(qp, qp->comp.psn);
 			return NULL;
 		}
-		if (ack_upto(qp, psn_add(psn, BTH_PSN_MASK), now_ns))
+		if (ack_upto(qp, psn_add(psn, JK_BTH_PSN_MASK), now_ns))
 			return NULL;
 	}
 	if (qp->sq_tail == qp->req.sent_idx) {
@@ -501,8 +501,8 @@ static void probe(struct rnic_qp *qp, uint64_t now_ns)
 	}
 	qp->dev->cnt.ack_probes++;
 	rnic_trace(qp->dev, "qp %#x: probe: psn %#x again, asking (comp %#x)\n",
-		   qp->qpn, psn_add(qp->req.max_psn, BTH_PSN_MASK), qp->comp.psn);
-	rnic_req_rewind(qp, psn_add(qp->req.max_psn, BTH_PSN_MASK), 0);
+		   qp->qpn, psn_add(qp->req.max_psn, JK_BTH_PSN_MASK), qp->comp.psn);
+	rnic_req_rewind(qp, psn_add(qp->req.max_psn, JK_BTH_PSN_MASK), 0);
 	qp->comp.deadline = 0;          /* armed again when it leaves, asking */
 }
 

@@ -166,7 +166,7 @@ void rnic_fault_mark(struct rnic_fault *f, struct rnic_counters *cnt,
 
 	if (!f->ce_rate || s->l4len < sizeof(struct jk_bth))
 		return;
-	if ((ip->tos & RNIC_ECN_MASK) == 0)
+	if ((ip->tos & JK_ECN_MASK) == 0)
 		return;                       /* Not-ECT is never marked */
 	if (!(rnic_opcode[s->l4[0]].mask & RNIC_PAYLOAD))
 		return;                       /* ACK, NAK, CNP, read requests */
@@ -186,7 +186,7 @@ void rnic_fault_mark(struct rnic_fault *f, struct rnic_counters *cnt,
 	if (f->tokens < -2 * cap)
 		f->tokens = -2 * cap;         /* a bounded virtual queue */
 	if (f->tokens < 0 && rnd(f) * (double)cap < (double)-f->tokens) {
-		ip->tos |= RNIC_ECN_CE;
+		ip->tos |= JK_ECN_CE;
 		cnt->fault_ce++;
 	}
 }

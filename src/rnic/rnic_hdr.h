@@ -20,21 +20,12 @@
 
 #include "core/wire.h"
 
-#define RNIC_UDP_PORT     4791
 #define RNIC_ICRC_SIZE    4
 #define RNIC_DEFAULT_PKEY 0xffff
 
 /* ---- IPv4 / UDP, as far as the ICRC and the raw receive path need ------- */
 
-#define RNIC_IP_DF       JK_IP_DF
-#define RNIC_IP_MF       JK_IP_MF
-#define RNIC_IP_FRAGOFF  JK_IP_FRAG_MASK
-#define RNIC_ECN_MASK    JK_ECN_MASK
-#define RNIC_ECN_ECT0    JK_ECN_ECT0
-#define RNIC_ECN_CE      JK_ECN_CE
-#define RNIC_IPPROTO_UDP JK_IPPROTO_UDP
 #define RNIC_IP_TTL      64
-
 
 /* ---- Base Transport Header ---------------------------------------------- */
 
@@ -43,11 +34,9 @@
 #define BTH_PAD_SHIFT   4
 #define BTH_PAD_MASK    0x30        /* flags: pad count */
 #define BTH_TVER_MASK   0x0f        /* flags: transport version (0) */
-#define BTH_FECN_BIT    0x80000000u /* fqpn */
-#define BTH_BECN_BIT    0x40000000u /* fqpn */
-#define BTH_QPN_MASK    JK_BTH_QPN_MASK
+#define BTH_FECN_BIT    0x80000000u /* qpn word */
+#define BTH_BECN_BIT    0x40000000u /* qpn word */
 #define BTH_ACK_BIT     0x80000000u /* apsn: acknowledge request */
-#define BTH_PSN_MASK    JK_BTH_PSN_MASK
 
 /* The BTH is core/wire.h's struct jk_bth. */
 
@@ -122,11 +111,11 @@ static inline int __bth_pad(const void *h)
 }
 static inline uint32_t __bth_qpn(const void *h)
 {
-	return jk_get32(((const struct jk_bth *)h)->qpn) & BTH_QPN_MASK;
+	return jk_get32(((const struct jk_bth *)h)->qpn) & JK_BTH_QPN_MASK;
 }
 static inline uint32_t __bth_psn(const void *h)
 {
-	return jk_get32(((const struct jk_bth *)h)->apsn) & BTH_PSN_MASK;
+	return jk_get32(((const struct jk_bth *)h)->apsn) & JK_BTH_PSN_MASK;
 }
 static inline int __bth_ack(const void *h)
 {
@@ -150,13 +139,13 @@ static inline int32_t psn_compare(uint32_t a, uint32_t b)
 
 static inline uint32_t psn_add(uint32_t psn, uint32_t n)
 {
-	return (psn + n) & BTH_PSN_MASK;
+	return (psn + n) & JK_BTH_PSN_MASK;
 }
 
 /* Number of PSNs from a to b (b after a), modulo 2^24. */
 static inline uint32_t psn_diff(uint32_t b, uint32_t a)
 {
-	return (b - a) & BTH_PSN_MASK;
+	return (b - a) & JK_BTH_PSN_MASK;
 }
 
 /* ---- opcode table (rnic_opcode.c) --------------------------------------- */

@@ -332,7 +332,7 @@ static uint32_t icrc(const void *ip_udp, const uint8_t *bth, size_t len)
 	ip->ttl = 0xff;
 	ip->csum.raw = 0xffff;
 	udp->csum.raw = 0xffff;
-	b->qpn.raw |= htonl(~BTH_QPN_MASK);   /* FECN, BECN, resv6 */
+	b->qpn.raw |= htonl(~JK_BTH_QPN_MASK);   /* FECN, BECN, resv6 */
 	return rnic_crc32(rnic_crc32(~0u, ps, sizeof(ps)), bth + sizeof(*b), len - sizeof(*b));
 }
 

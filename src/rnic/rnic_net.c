@@ -124,7 +124,7 @@ static int open_udp(struct rnic_dev *dev, uint16_t port, int *out)
 	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port),
 				  .sin_addr.s_addr = dev->ip };
 	struct sock_filter reject[] = { BPF_STMT(BPF_RET | BPF_K, 0) };
-	int tos = RNIC_ECN_ECT0, pmtu = IP_PMTUDISC_DO, one = 1, err;
+	int tos = JK_ECN_ECT0, pmtu = IP_PMTUDISC_DO, one = 1, err;
 	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 
 	if (fd < 0)
@@ -239,14 +239,14 @@ static int attach_keep(int fd, const struct rnic_dev *dev)
 		/*  3 */ BPF_STMT(BPF_LD | BPF_B | BPF_ABS, SKF_AD_OFF + SKF_AD_PKTTYPE),
 		/*  4 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, PACKET_HOST, 0, r - 5),
 		/*  5 */ BPF_STMT(BPF_LD | BPF_B | BPF_ABS, ETH_HLEN + 9),    /* protocol */
-		/*  6 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, RNIC_IPPROTO_UDP, 0, r - 7),
+		/*  6 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, JK_IPPROTO_UDP, 0, r - 7),
 		/*  7 */ BPF_STMT(BPF_LD | BPF_W | BPF_ABS, ETH_HLEN + 16),   /* daddr */
 		/*  8 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, ntohl(dev->ip), 0, r - 9),
 		/*  9 */ BPF_STMT(BPF_LD | BPF_H | BPF_ABS, ETH_HLEN + 6),    /* frag_off */
-		/* 10 */ BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, RNIC_IP_MF | RNIC_IP_FRAGOFF, r - 11, 0),
+		/* 10 */ BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, JK_IP_MF | JK_IP_FRAG_MASK, r - 11, 0),
 		/* 11 */ BPF_STMT(BPF_LDX | BPF_B | BPF_MSH, ETH_HLEN),       /* x = IHL * 4 */
 		/* 12 */ BPF_STMT(BPF_LD | BPF_H | BPF_IND, ETH_HLEN + 2),    /* UDP dport */
-		/* 13 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, RNIC_UDP_PORT, 0, r - 14),
+		/* 13 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, JK_UDP_PORT_ROCE, 0, r - 14),
 		/* BTH: the word after opcode, flags and P_Key holds the dest QP */
 		/* 14 */ BPF_STMT(BPF_LD | BPF_W | BPF_IND,
 				  ETH_HLEN + sizeof(struct jk_udp_hdr) + offsetof(struct jk_bth, qpn)),
@@ -319,7 +319,7 @@ int rnic_net_open(struct rnic_dev *dev)
 	int err;
 
 	dev->udp_fd = dev->tx_fd = dev->rx_fd = -1;
-	dev->tx_sport = RNIC_UDP_PORT;
+	dev->tx_sport = JK_UDP_PORT_ROCE;
 	dev->rxbuf = aligned_alloc(64, (size_t)RNIC_RX_BATCH * RNIC_RX_SLOT_ALIGNED);
 	dev->rxseg = calloc((size_t)RNIC_RX_BATCH * RNIC_RX_SEGS, sizeof(*dev->rxseg));
 	dev->txbuf = aligned_alloc(64, RNIC_TX_BUF);
@@ -337,7 +337,7 @@ int rnic_net_open(struct rnic_dev *dev)
 		dev->rxm[i].msg_hdr.msg_iov = &dev->rxiov[i];
 		dev->rxm[i].msg_hdr.msg_iovlen = 1;
 	}
-	err = open_udp(dev, RNIC_UDP_PORT, &dev->udp_fd);
+	err = open_udp(dev, JK_UDP_PORT_ROCE, &dev->udp_fd);
 	dev->tx_fd = dev->udp_fd;
 	if (!err)
 		err = open_rx(dev);
@@ -816,16 +816,16 @@ static void ipudp_header(struct jk_ipv4_hdr *ip, uint32_t saddr, uint32_t dip, u
 
 	memset(ip, 0, RNIC_IPUDP_LEN);
 	ip->ver_ihl = 0x45;
-	ip->tos = RNIC_ECN_ECT0;
+	ip->tos = JK_ECN_ECT0;
 	ip->tot_len = jk_put16((uint16_t)(sizeof(*ip) + udp_len));
 	ip->id = jk_put16(id);
-	ip->frag_off = jk_put16(RNIC_IP_DF);
+	ip->frag_off = jk_put16(JK_IP_DF);
 	ip->ttl = RNIC_IP_TTL;
-	ip->proto = RNIC_IPPROTO_UDP;
+	ip->proto = JK_IPPROTO_UDP;
 	ip->saddr.raw = saddr;
 	ip->daddr.raw = dip;
 	udp->sport = jk_put16(sport);
-	udp->dport = jk_put16(RNIC_UDP_PORT);
+	udp->dport = jk_put16(JK_UDP_PORT_ROCE);
 	udp->len = jk_put16((uint16_t)udp_len);
 }
 
@@ -876,7 +876,7 @@ void rnic_tx_put(struct rnic_dev *dev, struct rnic_txpkt *t, int hdr_len,
 		return;
 	}
 	t->dst.sin_family = AF_INET;
-	t->dst.sin_port = htons(RNIC_UDP_PORT);
+	t->dst.sin_port = htons(JK_UDP_PORT_ROCE);
 	t->dst.sin_addr.s_addr = dip;
 	g = &dev->txg[dev->nmsg];
 	g->fd = fd;
@@ -934,7 +934,7 @@ static void raw_header(const struct rnic_dev *dev, const struct rnic_txgso *g, u
 	ipudp_header(ip, dev->ip, g->dip, g->sport, udp_len, 0);
 	ip->csum.raw = jk_csum(ip, sizeof(*ip));
 	udp->csum.raw = jk_csum_fold_partial(jk_csum_pseudo(ntohl(dev->ip), ntohl(g->dip),
-							     RNIC_IPPROTO_UDP, udp_len));
+							     JK_IPPROTO_UDP, udp_len));
 }
 
 /* The sends that leave raw (rnic_net.c, "Raw transmit"): to a known

@@ -111,9 +111,9 @@ int rnic_hdr_build(uint8_t *buf, const struct rnic_hdr_fields *f)
 	bth->flags = (f->se ? BTH_SE_BIT : 0) |
 		     ((f->pad << BTH_PAD_SHIFT) & BTH_PAD_MASK);
 	bth->pkey = jk_put16(RNIC_DEFAULT_PKEY);
-	fqpn = (f->qpn & BTH_QPN_MASK) | (f->becn ? BTH_BECN_BIT : 0);
+	fqpn = (f->qpn & JK_BTH_QPN_MASK) | (f->becn ? BTH_BECN_BIT : 0);
 	bth->qpn = jk_put32(fqpn);
-	apsn = (f->psn & BTH_PSN_MASK) | (f->ackreq ? BTH_ACK_BIT : 0);
+	apsn = (f->psn & JK_BTH_PSN_MASK) | (f->ackreq ? BTH_ACK_BIT : 0);
 	bth->apsn = jk_put32(apsn);
 
 	if (op->mask & RNIC_RETH) {

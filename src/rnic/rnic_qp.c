@@ -353,7 +353,7 @@ int rnic_modify_qp(struct rnic_qp *qp, const struct rnic_qp_attr *a, int mask)
 		return -EINVAL;
 	if ((mask & RNIC_QP_MAX_DEST_RD_ATOMIC) && a->max_dest_rd_atomic > RNIC_MAX_RD_ATOM)
 		return -EINVAL;
-	if ((mask & RNIC_QP_DEST_QPN) && a->dest_qp_num > BTH_QPN_MASK)
+	if ((mask & RNIC_QP_DEST_QPN) && a->dest_qp_num > JK_BTH_QPN_MASK)
 		return -EINVAL;
 
 	if (mask & RNIC_QP_ACCESS_FLAGS)
@@ -383,9 +383,9 @@ int rnic_modify_qp(struct rnic_qp *qp, const struct rnic_qp_attr *a, int mask)
 	if (mask & RNIC_QP_RNR_RETRY)
 		qp->attr.rnr_retry = a->rnr_retry;
 	if (mask & RNIC_QP_RQ_PSN)
-		qp->attr.rq_psn = a->rq_psn & BTH_PSN_MASK;
+		qp->attr.rq_psn = a->rq_psn & JK_BTH_PSN_MASK;
 	if (mask & RNIC_QP_SQ_PSN)
-		qp->attr.sq_psn = a->sq_psn & BTH_PSN_MASK;
+		qp->attr.sq_psn = a->sq_psn & JK_BTH_PSN_MASK;
 	if (mask & RNIC_QP_MAX_QP_RD_ATOMIC)
 		qp->attr.max_rd_atomic = a->max_rd_atomic > RNIC_MAX_RD_ATOM ?
 					 RNIC_MAX_RD_ATOM : a->max_rd_atomic;
@@ -589,7 +589,7 @@ int rnic_post_send(struct rnic_qp *qp, struct rnic_send_wr *wr,
 		w->compare_add = wr->compare_add;
 		w->swap = wr->swap;
 		w->ud_dip = wr->ud_dip;
-		w->ud_qpn = wr->ud_qpn & BTH_QPN_MASK;
+		w->ud_qpn = wr->ud_qpn & JK_BTH_QPN_MASK;
 		w->ud_qkey = wr->ud_qkey;
 		w->status = RNIC_WC_SUCCESS;
 		if ((wr->send_flags & RNIC_SEND_INLINE) && !is_read) {

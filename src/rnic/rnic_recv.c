@@ -29,8 +29,8 @@ static int check_ipudp(struct rnic_dev *dev, const uint8_t *frame, uint32_t len,
 		dev->cnt.drop_short++;
 		return -1;
 	}
-	if (ip->ver_ihl != 0x45 || ip->proto != RNIC_IPPROTO_UDP ||
-	    jk_get16(udp->dport) != RNIC_UDP_PORT || ip->daddr.raw != dev->ip) {
+	if (ip->ver_ihl != 0x45 || ip->proto != JK_IPPROTO_UDP ||
+	    jk_get16(udp->dport) != JK_UDP_PORT_ROCE || ip->daddr.raw != dev->ip) {
 		dev->cnt.drop_not_roce++;
 		return -1;
 	}
@@ -56,14 +56,14 @@ static int cut(struct rnic_dev *dev, uint8_t *frame, uint32_t len, uint32_t gso_
 	const struct jk_udp_hdr *udp = (const struct jk_udp_hdr *)(ip + 1);
 	uint32_t tot = jk_get16(ip->tot_len), data, n;
 	uint16_t id0 = jk_get16(ip->id);
-	int fixed_ok = (jk_get16(ip->frag_off) & RNIC_IP_DF) != 0;
+	int fixed_ok = (jk_get16(ip->frag_off) & JK_IP_DF) != 0;
 
 	if (len < RNIC_IPUDP_LEN + sizeof(struct jk_bth) + RNIC_ICRC_SIZE) {
 		dev->cnt.drop_short++;
 		return 0;
 	}
-	if (ip->ver_ihl != 0x45 || ip->proto != RNIC_IPPROTO_UDP ||
-	    jk_get16(udp->dport) != RNIC_UDP_PORT || ip->daddr.raw != dev->ip) {
+	if (ip->ver_ihl != 0x45 || ip->proto != JK_IPPROTO_UDP ||
+	    jk_get16(udp->dport) != JK_UDP_PORT_ROCE || ip->daddr.raw != dev->ip) {
 		dev->cnt.drop_not_roce++;
 		return 0;
 	}
@@ -156,7 +156,7 @@ void rnic_rcv_seg(struct rnic_dev *dev, struct rnic_rxseg *s, uint64_t now_ns)
 	if (dev->trace > 1)
 		fprintf(stderr, "rx %s qpn %#x psn %#x len %u%s\n", rnic_opcode[pkt.opcode].name,
 			pkt.qpn, pkt.psn, pkt.payload_len, pkt.ackreq ? " A" : "");
-	pkt.ecn = ip->tos & RNIC_ECN_MASK;
+	pkt.ecn = ip->tos & JK_ECN_MASK;
 	pkt.saddr = ip->saddr.raw;
 	pkt.daddr = ip->daddr.raw;
 
@@ -188,7 +188,7 @@ void rnic_rcv_seg(struct rnic_dev *dev, struct rnic_rxseg *s, uint64_t now_ns)
 		rnic_dcqcn_on_cnp(&qp->rp, &dev->dcqcn, now_ns);
 		return;
 	}
-	if ((pkt.mask & RNIC_PAYLOAD) && pkt.ecn == RNIC_ECN_CE) {
+	if ((pkt.mask & RNIC_PAYLOAD) && pkt.ecn == JK_ECN_CE) {
 		dev->cnt.ecn_ce_rx++;
 		rnic_resp_ce(qp, now_ns);
 	}

@@ -465,9 +465,9 @@ static void duplicate(struct rnic_qp *qp, struct rnic_pkt *pkt)
 	}
 	dev->cnt.dup_acked++;
 	rnic_trace(dev, "qp %#x: duplicate %s psn %#x, ack %#x\n", qp->qpn,
-		   rnic_opcode[pkt->opcode].name, pkt->psn, psn_add(qp->resp.psn, BTH_PSN_MASK));
+		   rnic_opcode[pkt->opcode].name, pkt->psn, psn_add(qp->resp.psn, JK_BTH_PSN_MASK));
 	qp->resp.ack_pending = 1;
-	qp->resp.ack_psn = psn_add(qp->resp.psn, BTH_PSN_MASK);
+	qp->resp.ack_psn = psn_add(qp->resp.psn, JK_BTH_PSN_MASK);
 }
 
 void rnic_resp_rcv(struct rnic_qp *qp, struct rnic_pkt *pkt, uint64_t now_ns)
@@ -626,7 +626,7 @@ int rnic_resp_tx(struct rnic_qp *qp, uint64_t now_ns, int budget)
 		if (last) {
 			if (r->replay)
 				rnic_trace(dev, "qp %#x: replayed read responses sent up to psn %#x\n",
-					   qp->qpn, psn_add(r->psn, BTH_PSN_MASK));
+					   qp->qpn, psn_add(r->psn, JK_BTH_PSN_MASK));
 			qp->resp.rd_tail++;
 		}
 		sent++;

@@ -166,7 +166,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			struct jk_bth *b = (struct jk_bth *)bth;
 			uint32_t qpn = rnic_qp_num(qp[(flags & 0x10) ? 2 : flags >> 1 & 1]);
 
-			b->qpn = jk_put32((jk_get32(b->qpn) & ~BTH_QPN_MASK) | qpn);
+			b->qpn = jk_put32((jk_get32(b->qpn) & ~JK_BTH_QPN_MASK) | qpn);
 			op = &rnic_opcode[b->opcode];
 			if ((flags & 4) && (op->mask & RNIC_RETH) && paylen >= op->length)
 				((struct rnic_reth *)(bth + op->offset[RNIC_EXT_RETH]))->rkey =
@@ -174,7 +174,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			if ((flags & 0x20) && (op->mask & RNIC_DETH) && paylen >= op->length)
 				((struct rnic_deth *)(bth + op->offset[RNIC_EXT_DETH]))->qkey = jk_put32(UD_QKEY);
 		}
-		rf_ipudp(frame, paylen, (flags & 8) ? RNIC_ECN_CE : RNIC_ECN_ECT0, REMOTE_IP, LOCAL_IP);
+		rf_ipudp(frame, paylen, (flags & 8) ? JK_ECN_CE : JK_ECN_ECT0, REMOTE_IP, LOCAL_IP);
 		rf_icrc(frame, paylen, flags & 1);
 		if (flags & 0x40) {
 			/* as a coalesced frame read with its virtio-net header */

@@ -19,13 +19,13 @@ static inline void rf_ipudp(uint8_t *frame, uint32_t paylen, uint8_t tos, uint32
 	ip->ver_ihl = 0x45;
 	ip->tos = tos;
 	ip->tot_len = jk_put16((uint16_t)(RNIC_IPUDP_LEN + paylen));
-	ip->frag_off = jk_put16(RNIC_IP_DF);
+	ip->frag_off = jk_put16(JK_IP_DF);
 	ip->ttl = 64;
-	ip->proto = RNIC_IPPROTO_UDP;
+	ip->proto = JK_IPPROTO_UDP;
 	ip->saddr.raw = saddr;
 	ip->daddr.raw = daddr;
 	udp->sport = jk_put16(0xc000);
-	udp->dport = jk_put16(RNIC_UDP_PORT);
+	udp->dport = jk_put16(JK_UDP_PORT_ROCE);
 	udp->len = jk_put16((uint16_t)(sizeof(*udp) + paylen));
 }
 

@@ -136,7 +136,7 @@ static void request(struct env *e, uint8_t opcode, const uint64_t *va, uint32_t 
 	b->opcode = opcode;
 	b->qpn = jk_put32(rnic_qp_num(e->qp));
 	b->apsn = jk_put32(BTH_ACK_BIT | e->psn);
-	e->psn = (e->psn + 1) & BTH_PSN_MASK;
+	e->psn = (e->psn + 1) & JK_BTH_PSN_MASK;
 	if (va) {
 		struct rnic_reth *r = (struct rnic_reth *)(bth + hlen);
 
@@ -147,7 +147,7 @@ static void request(struct env *e, uint8_t opcode, const uint64_t *va, uint32_t 
 	}
 	memset(bth + hlen, 0xee, payload);
 	paylen = hlen + payload + RNIC_ICRC_SIZE;
-	rf_ipudp(frame, paylen, RNIC_ECN_ECT0, REMOTE_IP, LOCAL_IP);
+	rf_ipudp(frame, paylen, JK_ECN_ECT0, REMOTE_IP, LOCAL_IP);
 	if (udp_len >= 0)
 		((struct jk_udp_hdr *)(frame + sizeof(struct jk_ipv4_hdr)))->len = jk_put16((uint16_t)udp_len);
 	rf_icrc(frame, paylen, 0);

@@ -32,7 +32,7 @@ static void test_add_diff(void **state)
 {
 	assert_int_equal(psn_add(0xffffff, 1), 0);
 	assert_int_equal(psn_add(0xfffffe, 5), 3);
-	assert_int_equal(psn_add(0xfffffe, BTH_PSN_MASK), 0xfffffd);   /* minus one */
+	assert_int_equal(psn_add(0xfffffe, JK_BTH_PSN_MASK), 0xfffffd);   /* minus one */
 	assert_int_equal(psn_diff(3, 0xfffffe), 5);
 	assert_int_equal(psn_diff(7, 7), 0);
 }
